@@ -1,0 +1,266 @@
+"""Materialise the patch series over an installed torch, without touching site-packages.
+
+The overlay is a *shadow package tree*: a directory ``<entry>/torch`` that mirrors
+the installed ``torch`` package.  Directories on the way to a patched file are
+real directories; every other entry in them is a symlink to the installed one,
+and each patched file is a real file holding the patched source.  Putting
+``<entry>`` first on ``sys.path`` makes ``import torch`` load the shadow tree, so
+``torch.__file__`` and every module's ``co_filename`` live under ``<entry>/torch``.
+That matters because Dynamo's trace rules (``torch/_dynamo/trace_rules.py``)
+classify code by comparing file paths against ``dirname(torch.__file__)``: a
+patched module sits exactly where the rest of torch expects it.  Tracebacks,
+``inspect`` and ``linecache`` read the real patched file on disk.
+
+Each entry is keyed by the installed torch (version, location, the bytes of the
+files the series patches) and by the series content; it is built in a temporary
+directory and renamed into place, so concurrent builders never see a half-built
+tree and a stale entry is never reused.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import re
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from . import _git
+from ._series import Patch, Series
+from ._torch import InstalledTorch, find_installed_torch
+from .errors import OverlayError
+
+FORMAT = 1  # bump when the layout of a cache entry changes
+METADATA = "overlay.json"
+
+
+def cache_dir() -> Path:
+    env = os.environ.get("TORCH_OVERLAY_CACHE")
+    if env:
+        return Path(env).resolve()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache").resolve() / "torch_overlay"
+
+
+def overlay_roots() -> list[str]:
+    """``sys.path`` entries that are overlay entries (so that the installed torch can be found)."""
+    root = str(cache_dir())
+    return [
+        str(Path(p).resolve())
+        for p in sys.path
+        if p and str(Path(p).resolve()).startswith(root + os.sep)
+    ]
+
+
+# --------------------------------------------------------------------------- applying
+
+
+@dataclasses.dataclass
+class PatchResult:
+    patch: Patch
+    applied: bool
+    error: str = ""  # which file and hunk failed, in words
+
+
+_FAILED_AT = re.compile(r"^error: patch failed: (\S+):(\d+)$", re.M)
+_HUNK = re.compile(r"^@@ -(\d+)(?:,\d+)? \+\d+(?:,\d+)? @@", re.M)
+
+
+def _describe_failure(patch: Patch, stderr: str) -> str:
+    """Turn git-apply's complaint into 'file, hunk N (line L)'."""
+    m = _FAILED_AT.search(stderr)
+    if not m:
+        return stderr.strip().splitlines()[-1] if stderr.strip() else "git apply failed"
+    path, line = m.group(1), int(m.group(2))
+    text = patch.path.read_text()
+    section = text.split(f"diff --git a/{path} b/{path}\n", 1)[-1].split("\ndiff --git ", 1)[0]
+    starts = [int(h) for h in _HUNK.findall(section)]
+    hunk = starts.index(line) + 1 if line in starts else "?"
+    return f"{path}: hunk {hunk} of {len(starts)} (at line {line}) does not apply"
+
+
+def apply_series(tree: Path, patches: tuple[Patch, ...], keep_going: bool) -> list[PatchResult]:
+    """Apply patches in order inside ``tree`` with zero fuzz (git apply never fuzzes)."""
+    results = []
+    for patch in patches:
+        proc = _git.git(
+            "apply", "--whitespace=nowarn", str(patch.path), cwd=tree, check=False
+        )
+        if proc.returncode == 0:
+            results.append(PatchResult(patch, True))
+            continue
+        results.append(PatchResult(patch, False, _describe_failure(patch, proc.stderr.decode())))
+        if not keep_going:
+            break
+    return results
+
+
+# --------------------------------------------------------------------------- the tree
+
+
+def _shadow_tree(dest: Path, torch: InstalledTorch, files: list[str]) -> None:
+    """Create ``dest/torch`` linking to the installed package, with real files for ``files``."""
+    real_dirs = {Path("torch")}
+    for f in files:
+        rel = Path(f)
+        if rel.parts[0] != "torch":
+            raise OverlayError(
+                f"the series patches {f}, outside torch/; the overlay only carries torch/"
+            )
+        real_dirs.update(p for p in rel.parents if p != Path("."))
+    for rel_dir in sorted(real_dirs, key=lambda p: len(p.parts)):
+        (dest / rel_dir).mkdir()
+        src_dir = torch.root / rel_dir
+        if not src_dir.is_dir():
+            continue  # a directory the series creates
+        for entry in os.scandir(src_dir):
+            rel = rel_dir / entry.name
+            if entry.name == "__pycache__" or rel in real_dirs or str(rel) in files:
+                continue
+            os.symlink(entry.path, dest / rel)
+    for f in files:
+        src = torch.root / f
+        if src.is_file():
+            shutil.copyfile(src, dest / f)
+
+
+def entry_key(torch: InstalledTorch, series: Series) -> str:
+    h = hashlib.sha256()
+    h.update(f"format={FORMAT}\0{torch.version}\0{torch.git_version}\0{torch.package_dir}\0".encode())
+    h.update(series.digest().encode())
+    for f in series.patched_files():
+        src = torch.root / f
+        h.update(f.encode() + b"\0" + (src.read_bytes() if src.is_file() else b"<new>") + b"\0")
+    return h.hexdigest()
+
+
+def check_version(torch: InstalledTorch, series: Series, force: bool) -> None:
+    if series.base.matches_version(torch.version) or force:
+        return
+    raise OverlayError(
+        f"installed torch {torch.version} ({torch.package_dir}) is not the series' "
+        f"BASE torch {series.base.version}; install it with `pip install torch=={series.base.version}`, "
+        "or pass --force to try the series anyway"
+    )
+
+
+def dry_run(series: Series, torch: InstalledTorch) -> list[PatchResult]:
+    """Apply every patch to a scratch copy, continuing past failures; writes no cache."""
+    with tempfile.TemporaryDirectory(prefix="torch_overlay-status-") as tmp:
+        _shadow_tree(Path(tmp), torch, series.patched_files())
+        return apply_series(Path(tmp), series.patches, keep_going=True)
+
+
+@dataclasses.dataclass(frozen=True)
+class Overlay:
+    root: Path  # the directory to put first on sys.path
+    torch: InstalledTorch
+    series: Series
+    built: bool  # False when an existing entry was reused
+
+
+def ensure(
+    series: Series | None = None,
+    *,
+    force: bool = False,
+    log=None,
+) -> Overlay:
+    """Return the overlay for the installed torch and the series, building it if needed."""
+    series = series or Series.load()
+    torch = find_installed_torch()
+    check_version(torch, series, force)
+    _git.require_git()
+    key = entry_key(torch, series)
+    root = cache_dir()
+    final = root / f"torch-{torch.version}-{key[:20]}"
+    if _valid_entry(final, key):
+        return Overlay(final, torch, series, built=False)
+
+    root.mkdir(parents=True, exist_ok=True)
+    if log:
+        log(f"building overlay for torch {torch.version} with {len(series.patches)} patch(es) in {final}")
+    tmp = Path(tempfile.mkdtemp(prefix=".build-", dir=root))
+    try:
+        _shadow_tree(tmp, torch, series.patched_files())
+        results = apply_series(tmp, series.patches, keep_going=force)
+        failed = [r for r in results if not r.applied]
+        if failed:
+            raise OverlayError(
+                "the series does not apply to the installed torch "
+                f"{torch.version}; nothing was built:\n"
+                + "\n".join(f"  {r.patch.name}: {r.error}" for r in failed)
+            )
+        meta = {
+            "key": key,
+            "torch_version": torch.version,
+            "torch_git_version": torch.git_version,
+            "torch_dir": str(torch.package_dir),
+            "base": dataclasses.asdict(series.base),
+            "patches": [p.name for p in series.patches],
+        }
+        (tmp / METADATA).write_text(json.dumps(meta, indent=2) + "\n")
+        try:
+            os.rename(tmp, final)  # atomic: either the whole entry appears or none
+        except OSError:
+            if not _valid_entry(final, key):  # lost a race against an identical build? fine.
+                raise
+            shutil.rmtree(tmp, ignore_errors=True)
+            return Overlay(final, torch, series, built=False)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return Overlay(final, torch, series, built=True)
+
+
+def _valid_entry(path: Path, key: str) -> bool:
+    try:
+        meta = json.loads((path / METADATA).read_text())
+    except (OSError, ValueError):
+        return False
+    return meta.get("key") == key and (path / "torch" / "__init__.py").is_file()
+
+
+# --------------------------------------------------------------------------- activation
+
+
+def activate(patches_dir: Path | None = None, *, force: bool = False) -> Overlay:
+    """Make the next ``import torch`` in this process load the patched tree.
+
+    Call this before anything imports torch.  It refuses when torch is already
+    imported, because the unpatched modules would stay in ``sys.modules``.
+    """
+    if "torch" in sys.modules:
+        where = getattr(sys.modules["torch"], "__file__", "?")
+        raise OverlayError(
+            f"torch is already imported (from {where}); call torch_overlay.activate() "
+            "before the first `import torch`, or run the script under "
+            "`python -m torch_overlay run -- python SCRIPT`"
+        )
+    overlay = ensure(Series.load(patches_dir) if patches_dir else None, force=force)
+    entry = str(overlay.root)
+    if entry not in sys.path:
+        sys.path.insert(0, entry)
+    import importlib
+
+    importlib.invalidate_caches()
+    return overlay
+
+
+def is_active() -> bool:
+    """True when the imported torch is an overlay's."""
+    torch = sys.modules.get("torch")
+    file = getattr(torch, "__file__", None)
+    return bool(file) and str(Path(file).parent.parent).startswith(str(cache_dir()) + os.sep)
+
+
+def child_env(overlay: Overlay, env: dict[str, str] | None = None) -> dict[str, str]:
+    """An environment in which any Python process imports the overlay's torch."""
+    env = dict(os.environ if env is None else env)
+    parts = [str(overlay.root)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    env["PYTHONPATH"] = os.pathsep.join(parts)
+    env["TORCH_OVERLAY_ROOT"] = str(overlay.root)
+    return env
