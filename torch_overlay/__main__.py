@@ -1,0 +1,290 @@
+"""Command line: ``python -m torch_overlay COMMAND``.  See ``--help``."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import sys
+import textwrap
+from pathlib import Path
+
+from . import checkout, overlay
+from ._series import Series
+from ._torch import find_installed_torch
+from .errors import OverlayError
+
+
+def _err(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def _load(args) -> Series:
+    return Series.load(Path(args.patches).resolve() if args.patches else None)
+
+
+def _ensure(args) -> overlay.Overlay:
+    return overlay.ensure(_load(args), force=args.force, log=_err)
+
+
+# --------------------------------------------------------------------------- commands
+
+
+def cmd_status(args) -> int:
+    series = _load(args)
+    torch = find_installed_torch()
+    print(f"installed torch: {torch.version} (git {torch.git_version})")
+    print(f"           path: {torch.package_dir}")
+    print(f"           BASE: torch {series.base.version}, commit {series.base.commit}")
+    version_ok = series.base.matches_version(torch.version)
+    commit_ok = torch.git_version == series.base.commit
+    if not (version_ok and commit_ok):
+        print("        WARNING: the installed torch is not BASE; the overlay refuses it without --force")
+    print(f"         series: {len(series.patches)} patch(es) from {series.dir}")
+    results = overlay.dry_run(series, torch)
+    for i, r in enumerate(results, 1):
+        state = "applies" if r.applied else f"DOES NOT APPLY: {r.error}"
+        print(f"  {i}. {r.patch.name}: {state}")
+    key = overlay.entry_key(torch, series)
+    entry = overlay.cache_dir() / f"torch-{torch.version}-{key[:20]}"
+    built = overlay._valid_entry(entry, key)
+    print(f"        overlay: {entry} ({'built' if built else 'not built yet; `build` or `run` builds it'})")
+    return 0 if all(r.applied for r in results) and version_ok else 1
+
+
+def cmd_build(args) -> int:
+    o = _ensure(args)
+    print(o.root)
+    return 0
+
+
+def cmd_run(args) -> int:
+    cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
+    if not cmd:
+        raise OverlayError("nothing to run: use `python -m torch_overlay run -- CMD ARGS...`")
+    env = overlay.child_env(_ensure(args))
+    sys.stdout.flush()
+    sys.stderr.flush()
+    try:
+        os.execvpe(cmd[0], cmd, env)  # the exit status is CMD's own
+    except FileNotFoundError:
+        _err(f"torch_overlay: command not found: {cmd[0]}")
+        return 127
+    except PermissionError:
+        _err(f"torch_overlay: permission denied: {cmd[0]}")
+        return 126
+
+
+def cmd_apply(args) -> int:
+    series = _load(args)
+    checkout.apply(Path(args.checkout), series, args.branch, with_tests=not args.no_tests, log=_err)
+    return 0
+
+
+def cmd_export(args) -> int:
+    series = _load(args)
+    patches = checkout.export_patches(Path(args.checkout), series)
+    dest = Path(args.output).resolve() if args.output else series.dir
+    dest.mkdir(parents=True, exist_ok=True)
+    if dest != series.dir and not (dest / "BASE").exists():
+        (dest / "BASE").write_bytes((series.dir / "BASE").read_bytes())
+    checkout.write_patches(patches, dest)
+    for name in patches:
+        print(dest / name)
+    return 0
+
+
+def cmd_check(args) -> int:
+    series = _load(args)
+    torch = find_installed_torch()
+    overlay.check_version(torch, series, args.force)
+    problems = checkout.check(series, torch, log=_err)
+    for p in problems:
+        _err(f"DRIFT: {p}")
+    if problems:
+        _err("the series drifts from its re-export: re-export it (`export`) and commit the result")
+        return 1
+    print(f"check: {len(series.patches)} patch(es) apply to BASE with zero fuzz and re-export byte for byte")
+    return 0
+
+
+def cmd_base_tree(args) -> int:
+    series = _load(args)
+    torch = find_installed_torch()
+    overlay.check_version(torch, series, args.force)
+    dest = Path(args.dest).resolve()
+    if dest.exists() and any(dest.iterdir()):
+        raise OverlayError(f"{dest} exists and is not empty")
+    checkout.build_base_tree(dest, torch, series.base.commit)
+    print(f"base tree for BASE {series.base.commit[:12]} at {dest}; next: python -m torch_overlay apply {dest}")
+    return 0
+
+
+def _test_paths(args) -> list[str]:
+    paths = ["test/dynamo"]
+    if args.checkout:
+        root = Path(args.checkout).resolve()
+        for f in args.upstream:
+            p = (root / f) if not Path(f).is_absolute() else Path(f)
+            if not p.exists():
+                raise OverlayError(f"upstream test file not found: {p}")
+            paths.append(str(p))
+    elif args.upstream:
+        raise OverlayError("upstream test files need --checkout PATH to say where they live")
+    return paths
+
+
+def cmd_suite(args) -> int:
+    from .suite import base_env, run_pytest
+
+    paths = _test_paths(args)
+    if args.base:
+        env = base_env()
+        _err("running against BASE (unpatched torch)")
+    else:
+        env = overlay.child_env(_ensure(args))
+    code, _, _ = run_pytest(paths, env, args.pytest_args)
+    return code
+
+
+def cmd_test(args) -> int:
+    from .suite import verify
+
+    series = _load(args)
+    if not args.skip_check:
+        _err("== drift check: apply to a base tree, re-export, compare ==")
+        rc = cmd_check(args)
+        if rc:
+            return rc
+    _err("== failing-first suite ==")
+    ok = verify(series, _ensure(args), ["test/dynamo"], args.pytest_args, log=lambda m: print(m, flush=True))
+    return 0 if ok else 1
+
+
+def cmd_pr(args) -> int:
+    series = _load(args)
+    p = series.select(args.patch)
+    index = series.patches.index(p) + 1
+    tests = p.tests
+    files = sorted({t.split("::", 1)[0] for t in tests})
+    print(p.subject)
+    print()
+    print(p.description)
+    print()
+    print("### Test plan")
+    print()
+    print("The tests fail on the parent commit and pass with this change:")
+    print()
+    print("```")
+    for f in files:
+        selected = [t.split("::", 1)[1] for t in tests if "::" in t and t.startswith(f + "::")]
+        k = " or ".join(s.split("::")[-1] for s in selected)
+        print(f"python {f}" + (f" -k {shlex.quote(k)}" if k else ""))
+    print("```")
+    other = [f"{k}: {v}" for k, v in p.trailers if k != "Tests"]
+    if other:
+        print()
+        for line in other:
+            print(line)
+    print()
+    print(f"(patch {index}/{len(series.patches)} of the torch_overlay series: patches/{p.name})")
+    return 0
+
+
+def cmd_audit(args) -> int:
+    from .audit import audit
+
+    return 0 if audit(_ensure(args), log=lambda m: print(m, flush=True)) else 1
+
+
+# --------------------------------------------------------------------------- parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--patches", metavar="DIR", help="the patches directory (default: this repo's patches/, or $TORCH_OVERLAY_PATCHES)")
+    common.add_argument("--force", action="store_true", help="try the series even if the installed torch is not BASE")
+
+    parser = argparse.ArgumentParser(
+        prog="python -m torch_overlay",
+        description="Apply the Dynamo/Inductor patch series to an installed torch (no rebuild, "
+        "site-packages untouched) or to a pytorch checkout, and test it.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=textwrap.dedent(
+            """\
+            examples:
+              python -m torch_overlay status
+              python -m torch_overlay run -- python my_script.py
+              python -m torch_overlay audit
+              python -m torch_overlay test
+              python -m torch_overlay apply ~/pytorch --branch tv-dispatch
+              python -m torch_overlay pr 1
+            cache: $TORCH_OVERLAY_CACHE, else $XDG_CACHE_HOME/torch_overlay, else ~/.cache/torch_overlay
+            """
+        ),
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    p = sub.add_parser("status", parents=[common], help="installed torch, BASE, and whether each patch applies")
+    p.set_defaults(func=cmd_status)
+
+    p = sub.add_parser("build", parents=[common], help="build (or reuse) the overlay and print its path")
+    p.set_defaults(func=cmd_build)
+
+    p = sub.add_parser("run", parents=[common], help="run a command with the patched torch: run -- CMD ARGS...")
+    p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD ARGS")
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("apply", parents=[common], help="git am the series (with its tests) onto a new branch of a pytorch checkout")
+    p.add_argument("checkout", help="path to a clean pytorch checkout at BASE or a descendant")
+    p.add_argument("--branch", default="torch-overlay", help="the new branch (default: %(default)s)")
+    p.add_argument("--no-tests", action="store_true", help="apply the code changes only")
+    p.set_defaults(func=cmd_apply)
+
+    p = sub.add_parser("export", parents=[common], help="regenerate patches/ from the commits on a checkout's branch")
+    p.add_argument("checkout", help="the checkout whose HEAD carries the series")
+    p.add_argument("-o", "--output", metavar="DIR", help="write here instead of the patches directory")
+    p.set_defaults(func=cmd_export)
+
+    p = sub.add_parser("check", parents=[common], help="apply to a base tree from the wheel with zero fuzz, re-export, compare bytes")
+    p.set_defaults(func=cmd_check)
+
+    p = sub.add_parser("base-tree", parents=[common], help="make a git repo of the wheel's torch/**/*.py, committed as BASE, to develop patches in")
+    p.add_argument("dest", help="a new (or empty) directory")
+    p.set_defaults(func=cmd_base_tree)
+
+    p = sub.add_parser("suite", parents=[common], help="run test/dynamo (+ upstream files from a checkout) against the patched torch")
+    p.add_argument("upstream", nargs="*", help="upstream test files, relative to --checkout (e.g. test/dynamo/test_functions.py)")
+    p.add_argument("--checkout", help="pytorch checkout the upstream test files come from")
+    p.add_argument("--base", action="store_true", help="run against the unpatched torch instead")
+    p.add_argument("--pytest-args", default=[], type=shlex.split, help="extra pytest arguments, one quoted string")
+    p.set_defaults(func=cmd_suite)
+
+    p = sub.add_parser("test", parents=[common], help="CI: drift check, then the suite on BASE and patched with the failing-first rule")
+    p.add_argument("--skip-check", action="store_true", help="skip the drift check")
+    p.add_argument("--pytest-args", default=[], type=shlex.split, help="extra pytest arguments, one quoted string")
+    p.set_defaults(func=cmd_test)
+
+    p = sub.add_parser("pr", parents=[common], help="print the pull-request title and body for patch N (number or file name)")
+    p.add_argument("patch")
+    p.set_defaults(func=cmd_pr)
+
+    p = sub.add_parser("audit", parents=[common], help="compile every model case fullgraph on BASE and patched; print the table")
+    p.set_defaults(func=cmd_audit)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except OverlayError as e:
+        _err(f"torch_overlay: error: {e}")
+        return e.exit_code
+    except KeyboardInterrupt:
+        _err("torch_overlay: interrupted")
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

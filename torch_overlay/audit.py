@@ -1,0 +1,174 @@
+"""The audit: every case of the torchvision-style model (and torchvision's own v2
+functionals, where torchvision imports) compiled with ``fullgraph=True`` on the
+base and on the overlay, side by side.
+
+Each side runs in its own process (the overlay must be on the path before
+``import torch``).  A case is ``ok`` when the fullgraph compile succeeds and the
+output equals eager (values, dtype, type).  Independently, the case is run
+through ``torch._dynamo.explain``; its graph-break count must agree with the
+verdict (ok <=> one graph, zero breaks), or the audit says so and fails.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from ._series import REPO_ROOT
+from .overlay import Overlay, child_env
+from .suite import base_env
+
+MODEL_DIR = REPO_ROOT / "test" / "dynamo"
+
+
+# --------------------------------------------------------------------------- worker side
+
+
+def _torchvision_cases():
+    """v2 functionals on pure tensors, when a torchvision build imports here."""
+    try:
+        import torchvision.transforms.v2.functional as F  # type: ignore[import-not-found]
+    except Exception as e:  # noqa: BLE001 - any import failure means "not available"
+        return {}, f"torchvision not importable ({type(e).__name__}: {e})"
+    import torch
+
+    def img(dtype=torch.uint8):
+        g = torch.Generator().manual_seed(0)
+        if dtype == torch.uint8:
+            return torch.randint(0, 256, (3, 32, 40), dtype=dtype, generator=g)
+        return torch.rand((3, 32, 40), generator=g)
+
+    cases = {
+        "tv F.horizontal_flip": (F.horizontal_flip, lambda: (img(),)),
+        "tv F.vertical_flip": (F.vertical_flip, lambda: (img(),)),
+        "tv F.resize": (F.resize, lambda: (img(), [16, 20])),
+        "tv F.center_crop": (F.center_crop, lambda: (img(), [16, 16])),
+        "tv F.pad": (F.pad, lambda: (img(), [2, 3])),
+        "tv F.normalize": (F.normalize, lambda: (img(torch.float32), [0.5] * 3, [0.2] * 3)),
+        "tv F.to_dtype": (F.to_dtype, lambda: (img(), torch.float32, True)),
+        "tv F.adjust_brightness": (F.adjust_brightness, lambda: (img(), 1.3)),
+        "tv F.equalize": (F.equalize, lambda: (img(),)),
+        "tv F.rotate": (F.rotate, lambda: (img(torch.float32), 30.0)),
+        "tv F.affine": (F.affine, lambda: (img(torch.float32), 30.0, [2, 1], 1.1, [5.0, 0.0])),
+        "tv F.gaussian_blur": (F.gaussian_blur, lambda: (img(torch.float32), [5, 5])),
+    }
+    return cases, ""
+
+
+def _reason(e: BaseException) -> str:
+    lines = str(e).splitlines() or [type(e).__name__]
+    reason = lines[0].strip()
+    for line in lines:
+        if "Developer debug context:" in line:
+            context = line.split("Developer debug context:", 1)[1].strip()
+            reason += ": " + context.removeprefix("raised exception ")
+            break
+    if not reason.startswith(type(e).__name__) and "Unsupported" not in type(e).__name__:
+        reason = f"{type(e).__name__}: {reason}"
+    return reason if len(reason) <= 80 else reason[:77] + "..."
+
+
+def _same(a, b) -> bool:
+    import torch
+
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, torch.Tensor):
+        return a.dtype == b.dtype and a.shape == b.shape and torch.equal(a, b)
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    return a == b
+
+
+def run_cases() -> dict:
+    import torch
+    import torch._dynamo
+
+    sys.path.insert(0, str(MODEL_DIR))
+    import tv_dispatch_model  # noqa: E402
+
+    cases = dict(tv_dispatch_model.AUDIT_CASES)
+    tv_cases, tv_note = _torchvision_cases()
+    cases.update(tv_cases)
+    rows = []
+    for name, (fn, make_args) in cases.items():
+        torch._dynamo.reset()
+        expected = fn(*make_args())
+        try:
+            got = torch.compile(fn, backend="eager", fullgraph=True)(*make_args())
+            verdict = "ok" if _same(got, expected) else "WRONG RESULT (differs from eager)"
+        except Exception as e:  # noqa: BLE001 - each failure is a row of the table
+            verdict = _reason(e)
+        torch._dynamo.reset()
+        explained = torch._dynamo.explain(fn)(*make_args())
+        rows.append(
+            {"case": name, "verdict": verdict, "graphs": explained.graph_count,
+             "breaks": len(explained.break_reasons)}
+        )
+    return {"torch": torch.__version__, "torch_file": torch.__file__, "rows": rows, "note": tv_note}
+
+
+# --------------------------------------------------------------------------- driver side
+
+
+def _collect(env: dict[str, str]) -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "audit.json"
+        proc = subprocess.run(
+            [sys.executable, "-m", "torch_overlay._audit_worker", str(out)],
+            cwd=REPO_ROOT, env=dict(env, PYTHONPATH=":".join(filter(None, [env.get("PYTHONPATH"), str(REPO_ROOT)]))),
+            capture_output=True, text=True,
+        )
+        if proc.returncode != 0 or not out.exists():
+            raise RuntimeError(f"audit worker failed:\n{proc.stdout}\n{proc.stderr}")
+        return json.loads(out.read_text())
+
+
+def audit(overlay: Overlay, log=print) -> bool:
+    log("auditing on BASE (unpatched) ...")
+    base = _collect(base_env())
+    log("auditing with the series applied ...")
+    patched = _collect(child_env(overlay))
+    if not patched["torch_file"].startswith(str(overlay.root)):
+        raise RuntimeError(f"the patched run imported {patched['torch_file']}, not the overlay")
+
+    def explained(row) -> str:
+        if row["graphs"] == 0:
+            return "0 graphs: frame skipped"
+        return f"{row['graphs']} graph{'s' * (row['graphs'] != 1)}, {row['breaks']} break{'s' * (row['breaks'] != 1)}"
+
+    def cell(row) -> str:
+        verdict = row["verdict"] if row["verdict"] == "ok" else f"break: {row['verdict']}"
+        return f"{verdict} [explain: {explained(row)}]"
+
+    def agrees(row) -> bool:
+        # fullgraph success <=> explain sees exactly one graph and no break
+        return (row["verdict"] == "ok") == (row["graphs"] == 1 and row["breaks"] == 0)
+
+    rows = list(zip(base["rows"], patched["rows"]))
+    widths = [max(len(r["case"]) for r in base["rows"]), max(len(cell(b)) for b, _ in rows)]
+    log("")
+    log(f"{'case':<{widths[0]}} | {'base':<{widths[1]}} | patched")
+    log(f"{'-' * widths[0]}-+-{'-' * widths[1]}-+-{'-' * 40}")
+    disagreements = []
+    for b, p in rows:
+        log(f"{b['case']:<{widths[0]}} | {cell(b):<{widths[1]}} | {cell(p)}")
+        for side, r in (("base", b), ("patched", p)):
+            if not agrees(r):
+                disagreements.append(f"{r['case']} ({side}): {cell(r)}")
+    n = len(rows)
+    n_base = sum(b["verdict"] == "ok" for b, _ in rows)
+    n_patched = sum(p["verdict"] == "ok" for _, p in rows)
+    log("")
+    log(
+        f"totals: {n} cases; base {n_base}/{n} compile fullgraph, patched {n_patched}/{n}; "
+        f"explain agrees on {2 * n - len(disagreements)}/{2 * n}"
+    )
+    if base["note"]:
+        log(f"note: {base['note']}; only the model was audited")
+    for d in disagreements:
+        log(f"DISAGREEMENT with torch._dynamo.explain: {d}")
+    return not disagreements
