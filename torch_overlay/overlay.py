@@ -184,10 +184,14 @@ def ensure(
     if log:
         log(f"building overlay for torch {torch.version} with {len(series.patches)} patch(es) in {final}")
     tmp = Path(tempfile.mkdtemp(prefix=".build-", dir=root))
+    os.chmod(tmp, 0o755)  # mkdtemp makes it private; the entry is an ordinary package tree
     try:
         _shadow_tree(tmp, torch, series.patched_files())
         results = apply_series(tmp, series.patches, keep_going=force)
         failed = [r for r in results if not r.applied]
+        if force and log:
+            for r in results:
+                log(f"  {r.patch.name}: {'applied' if r.applied else 'FAILED: ' + r.error}")
         if failed:
             raise OverlayError(
                 "the series does not apply to the installed torch "

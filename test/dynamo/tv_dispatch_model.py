@@ -28,7 +28,10 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
+import torch._dynamo
 import torch.nn.functional as nnF
+from torch._dynamo.testing import CompileCounter
+from torch._dynamo.utils import counters
 
 # --------------------------------------------------------------------------- registry
 
@@ -292,8 +295,11 @@ def affine_image(
 # --------------------------------------------------------------------------- audit cases
 
 
-def _image(dtype: torch.dtype = torch.float32, size: tuple[int, int] = (3, 16, 20)) -> torch.Tensor:
-    g = torch.Generator().manual_seed(0)
+def make_image(
+    dtype: torch.dtype = torch.float32, size: tuple[int, ...] = (3, 16, 20), seed: int = 0
+) -> torch.Tensor:
+    """A deterministic image: uint8 in [0, 255] or floating point in [0, 1)."""
+    g = torch.Generator().manual_seed(seed)
     if dtype == torch.uint8:
         return torch.randint(0, 256, size, dtype=torch.uint8, generator=g)
     return torch.rand(size, generator=g, dtype=dtype)
@@ -327,16 +333,63 @@ def _isinstance_nested(x: torch.Tensor, value: Any) -> torch.Tensor:
 # name -> (callable, argument factory).  The audit compiles each with
 # fullgraph=True on the base and on the overlay.
 AUDIT_CASES: dict[str, tuple[Callable, Callable[[], tuple]]] = {
-    "registry: type objects as keys": (_registry_type_lookup, lambda: (_image(),)),
-    "registry: MRO walk to a base kernel": (_registry_mro_walk, lambda: (_image(),)),
-    "registry: partial/builtin/aten keys": (_registry_partial_key, lambda: (_image(),)),
-    "isinstance: nested classinfo tuple": (_isinstance_nested, lambda: (_image(), [1.0, 2.0])),
-    "F.horizontal_flip": (horizontal_flip, lambda: (_image(torch.uint8),)),
-    "F.vertical_flip": (vertical_flip, lambda: (_image(),)),
-    "F.adjust_brightness": (adjust_brightness, lambda: (_image(torch.uint8), 1.5)),
-    "F.normalize": (normalize, lambda: (_image(), [0.5, 0.4, 0.3], [0.2, 0.2, 0.2])),
-    "F.to_dtype (scale)": (to_dtype, lambda: (_image(torch.uint8), torch.float32, True)),
-    "F.equalize": (equalize, lambda: (_image(torch.uint8),)),
-    "F.affine": (affine, lambda: (_image(), 30.0, [2.0, -1.0], 1.1, [5.0, 0.0])),
-    "affine_image (kernel)": (affine_image, lambda: (_image(torch.uint8), -15.0, (1, 1), 0.9, 3.0)),
+    "registry: type objects as keys": (_registry_type_lookup, lambda: (make_image(),)),
+    "registry: MRO walk to a base kernel": (_registry_mro_walk, lambda: (make_image(),)),
+    "registry: partial/builtin/aten keys": (_registry_partial_key, lambda: (make_image(),)),
+    "isinstance: nested classinfo tuple": (_isinstance_nested, lambda: (make_image(), [1.0, 2.0])),
+    "F.horizontal_flip": (horizontal_flip, lambda: (make_image(torch.uint8),)),
+    "F.vertical_flip": (vertical_flip, lambda: (make_image(),)),
+    "F.adjust_brightness": (adjust_brightness, lambda: (make_image(torch.uint8), 1.5)),
+    "F.normalize": (normalize, lambda: (make_image(), [0.5, 0.4, 0.3], [0.2, 0.2, 0.2])),
+    "F.to_dtype (scale)": (to_dtype, lambda: (make_image(torch.uint8), torch.float32, True)),
+    "F.equalize": (equalize, lambda: (make_image(torch.uint8),)),
+    "F.affine": (affine, lambda: (make_image(), 30.0, [2.0, -1.0], 1.1, [5.0, 0.0])),
+    "affine_image (kernel)": (affine_image, lambda: (make_image(torch.uint8), -15.0, (1, 1), 0.9, 3.0)),
 }
+
+
+# --------------------------------------------------------------------------- test helpers
+
+
+class CompiledVsEagerMixin:
+    """Assertions shared by the tests: compiled equals eager, one frame, no graph break."""
+
+    def assertSameOutput(self, eager: Any, compiled: Any) -> None:
+        self.assertIs(type(compiled), type(eager))
+        if isinstance(eager, (tuple, list)):
+            self.assertEqual(len(compiled), len(eager))
+            for e, c in zip(eager, compiled):
+                self.assertSameOutput(e, c)
+            return
+        if isinstance(eager, torch.Tensor):
+            self.assertEqual(compiled.dtype, eager.dtype)
+            self.assertEqual(compiled.shape, eager.shape)
+        self.assertEqual(compiled, eager)
+
+    def check_one_frame(self, fn: Callable, *args: Any, op_count: int | None = None) -> Any:
+        """Compile ``fn`` afresh with fullgraph=True: equal to eager, in one frame, no break."""
+        torch._dynamo.reset()
+        counters.clear()
+        cnt = CompileCounter()
+        eager = fn(*args)
+        compiled = torch.compile(fn, backend=cnt, fullgraph=True)(*args)
+        self.assertSameOutput(eager, compiled)
+        self.assertEqual(cnt.frame_count, 1)
+        if op_count is not None:
+            self.assertEqual(cnt.op_count, op_count)
+        self.assertEqual(len(counters["graph_break"]), 0)
+        return compiled
+
+    def check_no_recompile(self, fn: Callable, first_args: tuple, second_args: tuple) -> Any:
+        """One frame for the first call; the second (same shapes) must not recompile."""
+        torch._dynamo.reset()
+        counters.clear()
+        cnt = CompileCounter()
+        compiled = torch.compile(fn, backend=cnt, fullgraph=True)
+        self.assertSameOutput(fn(*first_args), compiled(*first_args))
+        with torch._dynamo.config.patch(error_on_recompile=True):
+            out = compiled(*second_args)
+        self.assertSameOutput(fn(*second_args), out)
+        self.assertEqual(cnt.frame_count, 1)
+        self.assertEqual(len(counters["graph_break"]), 0)
+        return out
