@@ -63,8 +63,21 @@ class NoMagic:
     magic = False
 
 
+class BranchCheckMixin(CompiledVsEagerMixin):
+    def check_branch(self, fn, cases):
+        """``fn(x, value)`` returns ``x + 1`` when ``value`` matches its classinfo, else ``x - 1``.
+
+        Each case compiles afresh: one frame, one op, no graph break, equal to eager.
+        """
+        x = torch.randn(3)
+        for value, matches in cases:
+            with self.subTest(value=value):
+                out = self.check_one_frame(fn, x, value, op_count=1)
+                self.assertEqual(out, x + 1 if matches else x - 1)
+
+
 class IsinstanceNestedClassinfoTests(
-    CompiledVsEagerMixin, torch._dynamo.test_case.TestCase
+    BranchCheckMixin, torch._dynamo.test_case.TestCase
 ):
     def test_number_or_sequence_matches(self):
         def fn(x, value):
@@ -133,11 +146,7 @@ class IsinstanceNestedClassinfoTests(
                 return x + 1
             return x - 1
 
-        x = torch.randn(3)
-        for value, matches in [(3, True), (None, True), ("s", True), (2.5, False)]:
-            with self.subTest(value=value):
-                out = self.check_one_frame(fn, x, value, op_count=1)
-                self.assertEqual(out, x + 1 if matches else x - 1)
+        self.check_branch(fn, [(3, True), (None, True), ("s", True), (2.5, False)])
 
     def test_tensor_arg_nested_legacy_tensor_types(self):
         # Legacy tensor types are decided by dtype; that must hold inside a
@@ -165,11 +174,7 @@ class IsinstanceNestedClassinfoTests(
                 return x + 1
             return x - 1
 
-        x = torch.randn(3)
-        for value, matches in [(x, True), (4, True), ([1], True), ("s", False)]:
-            with self.subTest(value=type(value)):
-                out = self.check_one_frame(fn, x, value, op_count=1)
-                self.assertEqual(out, x + 1 if matches else x - 1)
+        self.check_branch(fn, [(torch.ones(2), True), (4, True), ([1], True), ("s", False)])
 
     def test_user_class_hierarchy_in_nested_tuple(self):
         def fn(x, obj):
@@ -177,11 +182,7 @@ class IsinstanceNestedClassinfoTests(
                 return x + 1
             return x - 1
 
-        x = torch.randn(3)
-        for obj, matches in [(Child(), True), (Base(), True), (Unrelated(), False)]:
-            with self.subTest(obj=type(obj).__name__):
-                out = self.check_one_frame(fn, x, obj, op_count=1)
-                self.assertEqual(out, x + 1 if matches else x - 1)
+        self.check_branch(fn, [(Child(), True), (Base(), True), (Unrelated(), False)])
 
     def test_user_object_created_in_graph_nested_tuple(self):
         def fn(x):
@@ -199,11 +200,7 @@ class IsinstanceNestedClassinfoTests(
                 return x + 1
             return x - 1
 
-        x = torch.randn(3)
-        for obj, matches in [(HasMagic(), True), (NoMagic(), False)]:
-            with self.subTest(obj=type(obj).__name__):
-                out = self.check_one_frame(fn, x, obj, op_count=1)
-                self.assertEqual(out, x + 1 if matches else x - 1)
+        self.check_branch(fn, [(HasMagic(), True), (NoMagic(), False)])
 
     def test_metaclass_instancecheck_in_flat_tuple(self):
         # The user __instancecheck__ has to run for a tuple entry as well, not
@@ -213,11 +210,7 @@ class IsinstanceNestedClassinfoTests(
                 return x + 1
             return x - 1
 
-        x = torch.randn(3)
-        for obj, matches in [(HasMagic(), True), (NoMagic(), False)]:
-            with self.subTest(obj=type(obj).__name__):
-                out = self.check_one_frame(fn, x, obj, op_count=1)
-                self.assertEqual(out, x + 1 if matches else x - 1)
+        self.check_branch(fn, [(HasMagic(), True), (NoMagic(), False)])
 
     def test_invalid_entry_after_match_is_not_evaluated(self):
         # CPython stops at the first matching entry, so an invalid later entry
@@ -324,7 +317,7 @@ class IsinstanceNestedClassinfoTests(
 
 
 class IsinstanceFlatClassinfoRegressionTests(
-    CompiledVsEagerMixin, torch._dynamo.test_case.TestCase
+    BranchCheckMixin, torch._dynamo.test_case.TestCase
 ):
     """Controls: these already compile correctly without the nested-tuple patch."""
 
@@ -346,11 +339,7 @@ class IsinstanceFlatClassinfoRegressionTests(
                 return x + 1
             return x - 1
 
-        x = torch.randn(3)
-        for value, matches in [(1, True), (1.5, True), (1j, True), ([1], False)]:
-            with self.subTest(value=value):
-                out = self.check_one_frame(fn, x, value, op_count=1)
-                self.assertEqual(out, x + 1 if matches else x - 1)
+        self.check_branch(fn, [(1, True), (1.5, True), (1j, True), ([1], False)])
 
     def test_flat_tuple_with_typing_union_entry(self):
         def fn(x, value):
@@ -358,11 +347,7 @@ class IsinstanceFlatClassinfoRegressionTests(
                 return x + 1
             return x - 1
 
-        x = torch.randn(3)
-        for value, matches in [(3, True), (None, True), ("s", True), (2.5, False)]:
-            with self.subTest(value=value):
-                out = self.check_one_frame(fn, x, value, op_count=1)
-                self.assertEqual(out, x + 1 if matches else x - 1)
+        self.check_branch(fn, [(3, True), (None, True), ("s", True), (2.5, False)])
 
     def test_tensor_arg_nested_tuple_with_torch_tensor(self):
         # For a tensor argument the nested tuple reaches issubclass(), which
@@ -394,11 +379,7 @@ class IsinstanceFlatClassinfoRegressionTests(
                 return x + 1
             return x - 1
 
-        x = torch.randn(3)
-        for obj, matches in [(Child(), True), (Unrelated(), False)]:
-            with self.subTest(obj=type(obj).__name__):
-                out = self.check_one_frame(fn, x, obj, op_count=1)
-                self.assertEqual(out, x + 1 if matches else x - 1)
+        self.check_branch(fn, [(Child(), True), (Unrelated(), False)])
 
     def test_metaclass_instancecheck_single_class(self):
         def fn(x, obj):
@@ -406,11 +387,7 @@ class IsinstanceFlatClassinfoRegressionTests(
                 return x + 1
             return x - 1
 
-        x = torch.randn(3)
-        for obj, matches in [(HasMagic(), True), (NoMagic(), False)]:
-            with self.subTest(obj=type(obj).__name__):
-                out = self.check_one_frame(fn, x, obj, op_count=1)
-                self.assertEqual(out, x + 1 if matches else x - 1)
+        self.check_branch(fn, [(HasMagic(), True), (NoMagic(), False)])
 
     def test_invalid_entry_raises_type_error_like_eager(self):
         # No entry matches before the invalid one: TypeError, same message as
