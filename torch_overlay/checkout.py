@@ -139,8 +139,11 @@ def apply(
             proc = _git.git("am", "-q", "--keep", str(patch.path), cwd=checkout, check=False, env=env)
             if proc.returncode != 0:
                 _git.git("am", "--abort", cwd=checkout, check=False)
+                why = "\n".join(
+                    line for line in proc.stderr.decode().splitlines() if not line.startswith("hint:")
+                )
                 raise OverlayError(
-                    f"{patch.name} does not apply to {checkout}:\n{proc.stderr.decode().strip()}"
+                    f"{patch.name} does not apply to {checkout} (nothing was left applied):\n{why}"
                 )
             if with_tests:
                 files = pending_helpers + _test_files_of(patch)
