@@ -157,7 +157,8 @@ def cmd_test(args) -> int:
         if rc:
             return rc
     _err("== failing-first suite ==")
-    ok = verify(series, _ensure(args), ["test/dynamo"], args.pytest_args, log=lambda m: print(m, flush=True))
+    paths = args.paths or ["test/dynamo"]
+    ok = verify(series, _ensure(args), paths, args.pytest_args, log=lambda m: print(m, flush=True))
     return 0 if ok else 1
 
 
@@ -261,6 +262,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_suite)
 
     p = sub.add_parser("test", parents=[common], help="CI: drift check, then the suite on BASE and patched with the failing-first rule")
+    p.add_argument("paths", nargs="*", help="test files or directories, relative to the repo root (default: test/dynamo)")
     p.add_argument("--skip-check", action="store_true", help="skip the drift check")
     p.add_argument("--pytest-args", default=[], type=shlex.split, help="extra pytest arguments, one quoted string")
     p.set_defaults(func=cmd_test)

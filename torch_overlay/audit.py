@@ -87,10 +87,14 @@ def run_cases() -> dict:
     import torch
     import torch._dynamo
 
-    sys.path.insert(0, str(MODEL_DIR))
-    import tv_dispatch_model  # noqa: E402
+    import importlib
 
-    cases = dict(tv_dispatch_model.AUDIT_CASES)
+    sys.path.insert(0, str(MODEL_DIR))
+    cases = {}
+    # The model: tv_dispatch_model plus its topic modules (tv_model_*.py), each
+    # with an AUDIT_CASES table.
+    for path in [MODEL_DIR / "tv_dispatch_model.py", *sorted(MODEL_DIR.glob("tv_model_*.py"))]:
+        cases.update(importlib.import_module(path.stem).AUDIT_CASES)
     tv_cases, tv_note = _torchvision_cases()
     cases.update(tv_cases)
     rows = []

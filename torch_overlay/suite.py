@@ -83,7 +83,14 @@ class Verdict:
         return "pass/pass" if self.patch is None else "fail/pass"
 
 
-def failing_first(series: Series, base: dict[str, str], patched: dict[str, str]) -> tuple[list[Verdict], list[str]]:
+def _selected(test: str, paths: list[str]) -> bool:
+    file = test.split("::", 1)[0]
+    return any(file == p or file.startswith(p.rstrip("/") + "/") for p in paths)
+
+
+def failing_first(
+    series: Series, base: dict[str, str], patched: dict[str, str], paths: list[str]
+) -> tuple[list[Verdict], list[str]]:
     verdicts = [
         Verdict(n, owner(n, series.patches), base.get(n, "missing"), patched.get(n, "missing"))
         for n in sorted(set(base) | set(patched))
@@ -93,7 +100,7 @@ def failing_first(series: Series, base: dict[str, str], patched: dict[str, str])
         if not p.tests:
             problems.append(f"{p.name}: its header names no tests (add a 'Tests:' trailer)")
         for t in p.tests:
-            if not any(v.nodeid == t or v.nodeid.startswith(t + "::") for v in verdicts):
+            if _selected(t, paths) and not any(v.nodeid == t or v.nodeid.startswith(t + "::") for v in verdicts):
                 problems.append(f"{p.name}: Tests: {t} matches no collected test")
     return verdicts, problems
 
@@ -129,5 +136,5 @@ def verify(series: Series, overlay: Overlay, paths: list[str], pytest_args: list
         raise OverlayError("the base run collected no tests")
     log(f"[2/2] running {', '.join(paths)} with the series applied (overlay {overlay.root}) ...")
     code, patched, _ = run_pytest(paths, child_env(overlay), ["-q", "-p", "no:cacheprovider", *pytest_args])
-    verdicts, problems = failing_first(series, base, patched)
+    verdicts, problems = failing_first(series, base, patched, paths)
     return report(series, verdicts, problems, out=log)
