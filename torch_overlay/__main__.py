@@ -198,6 +198,20 @@ def cmd_audit(args) -> int:
     return 0 if audit(_ensure(args), log=lambda m: print(m, flush=True)) else 1
 
 
+def _threads(text: str) -> list[int]:
+    try:
+        return [0 if t == "all" else int(t) for t in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a comma list of counts or 'all', got {text!r}") from None
+
+
+def cmd_bench(args) -> int:
+    from .bench import bench
+
+    ok = bench(_ensure(args), args.threads, args.min_run_time, args.case, log=lambda m: print(m, flush=True))
+    return 0 if ok else 1
+
+
 # --------------------------------------------------------------------------- parser
 
 
@@ -270,6 +284,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("pr", parents=[common], help="print the pull-request title and body for patch N (number or file name)")
     p.add_argument("patch")
     p.set_defaults(func=cmd_pr)
+
+    p = sub.add_parser("bench", parents=[common], help="eager vs inductor on BASE vs inductor patched: medians, ratios, compile time, memory")
+    p.add_argument("--threads", type=_threads, default=[1, 0], help="comma list of thread counts, 'all' for every core (default: 1,all)")
+    p.add_argument("--min-run-time", type=float, default=1.0, help="seconds of timing per measurement (default: %(default)s)")
+    p.add_argument("--case", action="append", default=[], help="only cases whose name contains this (repeatable)")
+    p.set_defaults(func=cmd_bench)
 
     p = sub.add_parser("audit", parents=[common], help="compile every model case fullgraph on BASE and patched; print the table")
     p.set_defaults(func=cmd_audit)
