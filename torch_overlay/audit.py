@@ -6,7 +6,8 @@ Each side runs in its own process (the overlay must be on the path before
 ``import torch``).  A case is ``ok`` when the fullgraph compile succeeds and the
 output equals eager (values, dtype, type).  Independently, the case is run
 through ``torch._dynamo.explain``; its graph-break count must agree with the
-verdict (ok <=> one graph, zero breaks), or the audit says so and fails.
+verdict (compiled fullgraph <=> one graph, zero breaks), or the audit says so and
+fails.  A case that compiles but differs from eager is reported as a wrong result.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from .overlay import Overlay, child_env
 from .suite import base_env
 
 MODEL_DIR = REPO_ROOT / "test" / "dynamo"
+WRONG = "WRONG RESULT: compiled without a break, output differs from eager"
 
 
 # --------------------------------------------------------------------------- worker side
@@ -103,7 +105,7 @@ def run_cases() -> dict:
         expected = fn(*make_args())
         try:
             got = torch.compile(fn, backend="eager", fullgraph=True)(*make_args())
-            verdict = "ok" if _same(got, expected) else "WRONG RESULT (differs from eager)"
+            verdict = "ok" if _same(got, expected) else WRONG
         except Exception as e:  # noqa: BLE001 - each failure is a row of the table
             verdict = _reason(e)
         torch._dynamo.reset()
@@ -145,12 +147,12 @@ def audit(overlay: Overlay, log=print) -> bool:
         return f"{row['graphs']} graph{'s' * (row['graphs'] != 1)}, {row['breaks']} break{'s' * (row['breaks'] != 1)}"
 
     def cell(row) -> str:
-        verdict = row["verdict"] if row["verdict"] == "ok" else f"break: {row['verdict']}"
+        verdict = row["verdict"] if row["verdict"] in ("ok", WRONG) else f"break: {row['verdict']}"
         return f"{verdict} [explain: {explained(row)}]"
 
     def agrees(row) -> bool:
-        # fullgraph success <=> explain sees exactly one graph and no break
-        return (row["verdict"] == "ok") == (row["graphs"] == 1 and row["breaks"] == 0)
+        # compiled fullgraph (right or wrong) <=> explain sees one graph and no break
+        return (row["verdict"] in ("ok", WRONG)) == (row["graphs"] == 1 and row["breaks"] == 0)
 
     rows = list(zip(base["rows"], patched["rows"]))
     widths = [max(len(r["case"]) for r in base["rows"]), max(len(cell(b)) for b, _ in rows)]
@@ -164,11 +166,14 @@ def audit(overlay: Overlay, log=print) -> bool:
             if not agrees(r):
                 disagreements.append(f"{r['case']} ({side}): {cell(r)}")
     n = len(rows)
-    n_base = sum(b["verdict"] == "ok" for b, _ in rows)
-    n_patched = sum(p["verdict"] == "ok" for _, p in rows)
+    def total(side: int) -> str:
+        ok = sum(r[side]["verdict"] == "ok" for r in rows)
+        wrong = sum(r[side]["verdict"] == WRONG for r in rows)
+        return f"{ok}/{n} ok" + (f" ({wrong} more compile but give wrong results)" if wrong else "")
+
     log("")
     log(
-        f"totals: {n} cases; base {n_base}/{n} compile fullgraph, patched {n_patched}/{n}; "
+        f"totals: {n} cases; base {total(0)}, patched {total(1)}; "
         f"explain agrees on {2 * n - len(disagreements)}/{2 * n}"
     )
     if base["note"]:
