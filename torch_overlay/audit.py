@@ -5,8 +5,10 @@ base and on the overlay, side by side.
 Each side runs in its own process (the overlay must be on the path before
 ``import torch``).  A case is ``ok`` when the fullgraph compile succeeds and the
 output equals eager (values, dtype, type).  Independently, the case is run
-through ``torch._dynamo.explain``; its graph-break count must agree with the
-verdict (compiled fullgraph <=> one graph, zero breaks), or the audit says so and
+through ``torch._dynamo.explain``; what it sees must agree with the verdict
+(compiled fullgraph <=> one graph, no break reason, and nothing in the
+``graph_break`` counter, which explain fills too: explain's own break reasons
+miss a break that comes before a frame's first graph), or the audit says so and
 fails.  A case that compiles but differs from eager is reported as a wrong result.
 """
 
@@ -86,10 +88,11 @@ def _same(a, b) -> bool:
 
 
 def run_cases() -> dict:
+    import importlib
+
     import torch
     import torch._dynamo
-
-    import importlib
+    from torch._dynamo.utils import counters
 
     sys.path.insert(0, str(MODEL_DIR))
     cases = {}
@@ -109,10 +112,12 @@ def run_cases() -> dict:
         except Exception as e:  # noqa: BLE001 - each failure is a row of the table
             verdict = _reason(e)
         torch._dynamo.reset()
+        counters.clear()
         explained = torch._dynamo.explain(fn)(*make_args())
         rows.append(
             {"case": name, "verdict": verdict, "graphs": explained.graph_count,
-             "breaks": len(explained.break_reasons)}
+             "breaks": len(explained.break_reasons),
+             "counted": sum(counters["graph_break"].values())}
         )
     return {"torch": torch.__version__, "torch_file": torch.__file__, "rows": rows, "note": tv_note}
 
@@ -142,9 +147,13 @@ def audit(overlay: Overlay, log=print) -> bool:
         raise RuntimeError(f"the patched run imported {patched['torch_file']}, not the overlay")
 
     def explained(row) -> str:
-        if row["graphs"] == 0:
-            return "0 graphs: frame skipped"
-        return f"{row['graphs']} graph{'s' * (row['graphs'] != 1)}, {row['breaks']} break{'s' * (row['breaks'] != 1)}"
+        graphs = "0 graphs: frame skipped" if row["graphs"] == 0 else (
+            f"{row['graphs']} graph{'s' * (row['graphs'] != 1)}, {row['breaks']} break{'s' * (row['breaks'] != 1)}"
+        )
+        return f"{graphs}; graph_break counter {row['counted']}"
+
+    def clean(row) -> bool:
+        return row["graphs"] == 1 and row["breaks"] == 0 and row["counted"] == 0
 
     def cell(row) -> str:
         verdict = row["verdict"] if row["verdict"] in ("ok", WRONG) else f"break: {row['verdict']}"
@@ -152,7 +161,7 @@ def audit(overlay: Overlay, log=print) -> bool:
 
     def agrees(row) -> bool:
         # compiled fullgraph (right or wrong) <=> explain sees one graph and no break
-        return (row["verdict"] in ("ok", WRONG)) == (row["graphs"] == 1 and row["breaks"] == 0)
+        return (row["verdict"] in ("ok", WRONG)) == clean(row)
 
     rows = list(zip(base["rows"], patched["rows"]))
     widths = [max(len(r["case"]) for r in base["rows"]), max(len(cell(b)) for b, _ in rows)]
