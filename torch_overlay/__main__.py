@@ -306,6 +306,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         _err("torch_overlay: interrupted")
         return 130
+    except BrokenPipeError:
+        # The reader went away (`... | head`): stop quietly, as Unix tools do.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
 
 
 if __name__ == "__main__":
