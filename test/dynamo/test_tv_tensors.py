@@ -21,7 +21,7 @@ import torch
 import torch._dynamo.test_case
 from torch.utils._pytree import tree_flatten, tree_map_only, tree_unflatten
 
-from tv_dispatch_model import _KERNEL_REGISTRY, horizontal_flip, make_image
+from tv_dispatch_model import _get_kernel, _KERNEL_REGISTRY, horizontal_flip, make_image
 from tv_model_tvtensors import (
     BoundingBoxes,
     BoundingBoxFormat,
@@ -376,6 +376,21 @@ class TVTensorRegressionTests(TVTensorCheckMixin, torch._dynamo.test_case.TestCa
         out = self.check(to_dtype, make_boxes(), torch.float64)
         self.assertIs(type(out), BoundingBoxes)
         self.assertIs(type(self.check(to_dtype, make_mask(), torch.int64)), Mask)
+
+    def test_kernel_lookup_stops_at_tvtensor(self):
+        # A TVTensor type without a kernel of its own must not fall through to the
+        # plain-tensor kernel: Mask has no normalize kernel, torch.Tensor has one.
+        def fn(x):
+            try:
+                _get_kernel(normalize, Mask)
+            except TypeError as e:
+                return x + 1, e.args[0]
+            return x - 1, ""
+
+        out, message = self.check(fn, make_image())
+        self.assertEqual(out, make_image() + 1)
+        self.assertIn("but got", message)
+        self.assertIs(_get_kernel(normalize, Image), _KERNEL_REGISTRY[normalize][Image])
 
     def test_disable_torch_function_subclass_regions(self):
         def fn(x):

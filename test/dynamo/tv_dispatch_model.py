@@ -37,6 +37,11 @@ from torch._dynamo.utils import counters
 
 _KERNEL_REGISTRY: dict[Callable, dict[type, Callable]] = {}
 
+# Where an MRO walk stops, as torchvision's stops at tv_tensors.TVTensor: a TVTensor
+# type with no kernel of its own must not fall through to the plain-tensor kernel.
+# tv_model_tvtensors sets it to its TVTensor; None walks the whole MRO.
+_MRO_STOP: type | None = None
+
 
 def _log_api_usage_once(obj: Any) -> None:
     # torchvision logs "torchvision.<module>.<name>" once per API; it is a no-op
@@ -77,6 +82,8 @@ def _get_kernel(functional: Callable, input_type: type, *, allow_passthrough: bo
     for cls in input_type.__mro__:
         if cls in registry:
             return registry[cls]
+        if cls is _MRO_STOP:
+            break
     if allow_passthrough:
         return lambda inpt, *args, **kwargs: inpt
     raise TypeError(

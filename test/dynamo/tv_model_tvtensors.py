@@ -41,10 +41,12 @@ from torch.utils._pytree import tree_flatten, tree_unflatten
 from torch._dynamo.testing import CompileCounter
 from torch._dynamo.utils import counters
 
+import tv_dispatch_model
 from tv_dispatch_model import (
+    _dispatch,
+    _get_kernel,
     _KERNEL_REGISTRY,
     CompiledVsEagerMixin,
-    _log_api_usage_once,
     _max_value,
     _register_kernel_internal as _register_in_registry,
     adjust_brightness,
@@ -169,6 +171,10 @@ _KEEPS_SUBCLASS = {
     torch.Tensor.detach,
     torch.Tensor.requires_grad_,
 }
+
+
+# Kernel lookups stop at TVTensor, as torchvision's do.
+tv_dispatch_model._MRO_STOP = TVTensor
 
 
 class Image(TVTensor):
@@ -335,33 +341,6 @@ def register_kernel(functional: Callable, tv_tensor_cls: type) -> Callable[[Call
     if tv_tensor_cls in _BUILTIN_TV_TENSORS:
         raise ValueError(f"Kernels cannot be registered for the built-in {tv_tensor_cls.__name__}.")
     return _register_kernel_internal(functional, tv_tensor_cls, tv_tensor_wrapper=False)
-
-
-def _get_kernel(functional: Callable, input_type: type, *, allow_passthrough: bool = False) -> Callable:
-    """MRO walk that stops at TVTensor: an unregistered TVTensor never gets the plain kernel."""
-    registry = _KERNEL_REGISTRY.get(functional)
-    if not registry:
-        raise ValueError(f"No kernel registered for functional {functional.__name__}.")
-    for cls in input_type.__mro__:
-        if cls in registry:
-            return registry[cls]
-        if cls is TVTensor:
-            break
-    if allow_passthrough:
-        return lambda inpt, *args, **kwargs: inpt
-    raise TypeError(
-        f"Functional F.{functional.__name__} supports inputs of type {registry.keys()}, "
-        f"but got {input_type} instead."
-    )
-
-
-def _dispatch(functional: Callable, inpt: Any, *args: Any, **kwargs: Any) -> Any:
-    _log_api_usage_once(functional)
-    kernel = _get_kernel(functional, type(inpt))
-    return kernel(inpt, *args, **kwargs)
-
-
-# --------------------------------------------------------------------------- new functionals
 
 
 def get_size(inpt: torch.Tensor) -> list[int]:
