@@ -1,0 +1,159 @@
+# Owner(s): ["module: dynamo"]
+"""
+uint8 images through Inductor's CPU backend: elementwise kernels whose values
+are all 8-bit, and torchvision's horizontal_flip (``image.flip(-1)``).
+
+The codegen tests pin the vectorized form of the generated C++ (full-width
+8-bit loads, a reversed vector load for the flip); the other tests check that
+compiled equals eager exactly, in values and dtype, at edge sizes.
+"""
+
+import torch
+import torch._dynamo.test_case
+import torch._inductor.config as inductor_config
+from torch._inductor.utils import run_and_get_code
+
+
+def _image(*shape, dtype=torch.uint8):
+    g = torch.Generator().manual_seed(0)
+    if dtype.is_floating_point:
+        return torch.rand(shape, generator=g, dtype=dtype)
+    info = torch.iinfo(dtype)
+    low, high = max(info.min, -1000), min(info.max, 1000)
+    return torch.randint(low, high + 1, shape, generator=g, dtype=dtype)
+
+
+def _add_one(x):
+    return x + 1
+
+
+def _hflip(x):
+    return x.flip(-1)
+
+
+def _uint8_ops(x):
+    # all-8-bit kernels: elementwise, a clamp, a flip, and a flip fused with math
+    return x + 1, (x * 3).clamp(10, 100), x.flip(-1), x.flip(-1) - x
+
+
+def _to_float(x):
+    # torchvision's to_dtype(image, torch.float32, scale=True) on uint8
+    return x.to(torch.float32).mul_(1.0 / 255.0)
+
+
+def _flip_to_float(x):
+    return x.flip(-1).to(torch.float32) * 2.0
+
+
+class _CompiledVsEager:
+    def check(self, fn, *args, dynamic=None):
+        expected = fn(*args)
+        actual = torch.compile(fn, backend="inductor", fullgraph=True, dynamic=dynamic)(
+            *args
+        )
+        if isinstance(expected, torch.Tensor):
+            expected, actual = (expected,), (actual,)
+        self.assertEqual(len(actual), len(expected))
+        for a, e in zip(actual, expected):
+            self.assertEqual(a.dtype, e.dtype)
+            self.assertEqual(a.shape, e.shape)
+            self.assertEqual(a, e, atol=0, rtol=0)
+
+    def code(self, fn, *args):
+        with inductor_config.patch(fx_graph_cache=False):
+            actual, (code,) = run_and_get_code(
+                torch.compile(fn, backend="inductor", fullgraph=True), *args
+            )
+        expected = fn(*args)
+        self.assertEqual(actual.dtype, expected.dtype)
+        self.assertEqual(actual, expected, atol=0, rtol=0)
+        return code
+
+
+class InductorUint8VecCodegenTests(_CompiledVsEager, torch._dynamo.test_case.TestCase):
+    # 512 is a multiple of every vector width (32 lanes of uint8 on AVX2, 64 on
+    # AVX-512), so the main loop has no tail and every access is a full vector.
+
+    def test_uint8_elementwise_uses_full_width_loads(self):
+        code = self.code(_add_one, _image(3, 8, 512))
+        # on 2.13 the float-sized tiling factor loads and stores a quarter of
+        # the vector with loadu(ptr, 8) / store(ptr, 8), through a memcpy
+        self.assertNotIn(
+            "Vectorized<uint8_t>::loadu(in_ptr0 + static_cast<int64_t>(x0), ", code
+        )
+        self.assertIn(
+            "Vectorized<uint8_t>::loadu(in_ptr0 + static_cast<int64_t>(x0))", code
+        )
+        self.assertIn("store(out_ptr0 + static_cast<int64_t>(x0));", code)
+
+    def test_uint8_hflip_is_a_reversed_vector_load(self):
+        code = self.code(_hflip, _image(3, 8, 512))
+        # on 2.13 the stride -1 load counts as non-contiguous and the kernel is
+        # a scalar loop
+        self.assertIn("at::vec::flip(at::vec::Vectorized<uint8_t>::loadu(", code)
+        self.assertNotIn("tmpbuf", code)
+
+    def test_float_hflip_is_a_reversed_vector_load(self):
+        code = self.code(_hflip, _image(3, 8, 512, dtype=torch.float32))
+        self.assertIn("at::vec::flip(at::vec::Vectorized<float>::loadu(", code)
+        self.assertNotIn("tmpbuf", code)
+
+    def test_double_hflip_reverses_the_vectors_too(self):
+        # float64 spans two vectors at the float tiling factor: reverse the
+        # lanes of each and their order
+        code = self.code(_hflip, _image(3, 8, 512, dtype=torch.float64))
+        self.assertIn("at::vec::VectorizedN<double,2>::loadu(", code)
+        self.assertIn("at::vec::flip(tmpbuf[1 - i])", code)
+
+
+class InductorUint8ReductionTests(_CompiledVsEager, torch._dynamo.test_case.TestCase):
+    def test_uint8_min_max_reductions(self):
+        # on 2.13 the quarter-filled vectors' unused lanes (filled with 1) leak
+        # into amin (pytorch/pytorch#191499); full-width vectors have none
+        for width in (33, 67, 500):
+            with self.subTest(width=width):
+                self.check(lambda t: (t.amax(-1), t.amin(-1)), _image(3, 5, width))
+
+
+class InductorUint8CorrectnessTests(_CompiledVsEager, torch._dynamo.test_case.TestCase):
+    def test_uint8_ops_edge_widths(self):
+        for width in (1, 7, 31, 33, 500):
+            with self.subTest(width=width):
+                self.check(_uint8_ops, _image(3, 5, width))
+
+    def test_uint8_to_float_edge_widths(self):
+        for width in (1, 7, 33, 500):
+            with self.subTest(width=width):
+                self.check(_to_float, _image(3, 5, width))
+                self.check(_flip_to_float, _image(3, 5, width))
+
+    def test_int8_ops(self):
+        self.check(_uint8_ops, _image(2, 3, 70, dtype=torch.int8))
+
+    def test_uint8_non_contiguous_inputs(self):
+        hwc = _image(5, 70, 3).permute(2, 0, 1)  # channels-last view
+        self.check(_uint8_ops, hwc)
+        cropped = _image(3, 9, 101)[:, 1:-1, 3:-2]
+        self.check(_uint8_ops, cropped)
+        self.check(_hflip, _image(3, 9, 202)[..., ::2])
+
+    def test_uint8_flip_other_dims(self):
+        x = _image(3, 9, 67)
+        self.check(lambda t: t.flip(-2), x)
+        self.check(lambda t: t.flip(0, -1), x)
+
+    def test_hflip_wider_dtypes(self):
+        for dtype in (torch.float64, torch.int64, torch.bfloat16):
+            with self.subTest(dtype=dtype):
+                self.check(lambda t: t.flip(-1) * 2, _image(2, 3, 67, dtype=dtype))
+
+    def test_uint8_dynamic_shapes(self):
+        for width in (33, 500):
+            with self.subTest(width=width):
+                self.check(_uint8_ops, _image(3, 4, width), dynamic=True)
+
+
+if __name__ == "__main__":
+    from torch._dynamo.test_case import run_tests
+
+    run_tests()
