@@ -164,7 +164,7 @@ def audit(overlay: Overlay, log=print) -> bool:
         # compiled fullgraph (right or wrong) <=> explain sees one graph and no break
         return (row["verdict"] in ("ok", WRONG)) == clean(row)
 
-    rows = list(zip(base["rows"], patched["rows"]))
+    rows = list(zip(base["rows"], patched["rows"], strict=True))
     widths = [max(len(r["case"]) for r in base["rows"]), max(len(cell(b)) for b, _ in rows)]
     log("")
     log(f"{'case':<{widths[0]}} | {'base':<{widths[1]}} | patched")

@@ -163,19 +163,22 @@ def bench(overlay: Overlay, threads: list[int], min_run_time: float, selected: l
     ok = True
     for t in base["threads"]:
         log("")
-        log(f"threads={t}  (medians in us; speed = eager / inductor, each measured in its own process)")
-        log(f"{'case':<{width}} | {'eager':>9} | {'inductor base':>13} {'speed':>7} | {'inductor patched':>16} {'speed':>7}")
-        for b, p in zip(base["rows"], patched["rows"]):
+        log(f"threads={t}  (medians in us; left: the BASE process, right: the overlay's; speed = eager / inductor in that process)")
+        log(
+            f"{'case':<{width}} | {'eager':>9} {'inductor base':>13} {'speed':>7} | "
+            f"{'eager':>9} {'inductor patched':>16} {'speed':>7}"
+        )
+        for b, p in zip(base["rows"], patched["rows"], strict=True):
             sb = b[f"eager_us@{t}"] / b[f"inductor_us@{t}"]
             sp = p[f"eager_us@{t}"] / p[f"inductor_us@{t}"]
             log(
-                f"{b['case']:<{width}} | {_fmt_us(b[f'eager_us@{t}'])} | {_fmt_us(b[f'inductor_us@{t}']):>13} "
-                f"{sb:6.2f}x | {_fmt_us(p[f'inductor_us@{t}']):>16} {sp:6.2f}x"
+                f"{b['case']:<{width}} | {_fmt_us(b[f'eager_us@{t}'])} {_fmt_us(b[f'inductor_us@{t}']):>13} "
+                f"{sb:6.2f}x | {_fmt_us(p[f'eager_us@{t}'])} {_fmt_us(p[f'inductor_us@{t}']):>16} {sp:6.2f}x"
             )
     log("")
     log("first call and memory (all threads)")
     log(f"{'case':<{width}} | {'compile s base':>14} | {'compile s patched':>17} | {'peak KiB eager':>14} | {'peak KiB inductor':>17} | eager-equal")
-    for b, p in zip(base["rows"], patched["rows"]):
+    for b, p in zip(base["rows"], patched["rows"], strict=True):
         equal = "yes" if b["matches_eager"] and p["matches_eager"] else "NO"
         ok &= equal == "yes"
         log(

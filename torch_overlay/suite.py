@@ -24,7 +24,6 @@ from ._series import REPO_ROOT, Patch, Series
 from .overlay import Overlay, cache_dir, child_env
 from .errors import OverlayError
 
-TEST_DIR = REPO_ROOT / "test" / "dynamo"
 
 
 def base_env() -> dict[str, str]:
