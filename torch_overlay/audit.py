@@ -98,23 +98,27 @@ def run_cases() -> dict:
     sys.path.insert(0, str(MODEL_DIR))
     cases = {}
     # The model: tv_dispatch_model plus its topic modules (tv_model_*.py), each
-    # with an AUDIT_CASES table.
+    # with an AUDIT_CASES table: name -> (fn, args factory[, Dynamo config]).
     for path in [MODEL_DIR / "tv_dispatch_model.py", *sorted(MODEL_DIR.glob("tv_model_*.py"))]:
         cases.update(importlib.import_module(path.stem).AUDIT_CASES)
     tv_cases, tv_note = _torchvision_cases()
     cases.update(tv_cases)
     rows = []
-    for name, (fn, make_args) in cases.items():
+    for name, (fn, make_args, *config) in cases.items():
+        # A case may ask for Dynamo config (a flag a patch adds); where the running
+        # torch lacks the flag, the case runs with the defaults and shows why.
+        flags = {k: v for k, v in (config[0] if config else {}).items() if hasattr(torch._dynamo.config, k)}
         torch._dynamo.reset()
         expected = fn(*make_args())
-        try:
-            got = torch.compile(fn, backend="eager", fullgraph=True)(*make_args())
-            verdict = "ok" if _same(got, expected) else WRONG
-        except Exception as e:  # noqa: BLE001 - each failure is a row of the table
-            verdict = _reason(e)
-        torch._dynamo.reset()
-        counters.clear()
-        explained = torch._dynamo.explain(fn)(*make_args())
+        with torch._dynamo.config.patch(flags):
+            try:
+                got = torch.compile(fn, backend="eager", fullgraph=True)(*make_args())
+                verdict = "ok" if _same(got, expected) else WRONG
+            except Exception as e:  # noqa: BLE001 - each failure is a row of the table
+                verdict = _reason(e)
+            torch._dynamo.reset()
+            counters.clear()
+            explained = torch._dynamo.explain(fn)(*make_args())
         rows.append(
             {"case": name, "verdict": verdict, "graphs": explained.graph_count,
              "breaks": len(explained.break_reasons),
