@@ -45,9 +45,8 @@ def cmd_status(args) -> int:
     for i, r in enumerate(results, 1):
         state = "applies" if r.applied else f"DOES NOT APPLY: {r.error}"
         print(f"  {i}. {r.patch.name}: {state}")
-    key = overlay.entry_key(torch, series)
-    entry = overlay.cache_dir() / f"torch-{torch.version}-{key[:20]}"
-    built = overlay._valid_entry(entry, key)
+    entry, _ = overlay.entry_path(torch, series)
+    built = overlay.is_built(torch, series)
     print(f"        overlay: {entry} ({'built' if built else 'not built yet; `build` or `run` builds it'})")
     return 0 if all(r.applied for r in results) and version_ok else 1
 

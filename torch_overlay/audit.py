@@ -15,15 +15,11 @@ where fullgraph compiled but explain saw a break, it fails.  A case that compile
 
 from __future__ import annotations
 
-import json
-import subprocess
 import sys
-import tempfile
-from pathlib import Path
 
 from ._series import REPO_ROOT
 from .overlay import Overlay, child_env
-from .suite import base_env
+from .suite import base_env, run_worker
 
 MODEL_DIR = REPO_ROOT / "test" / "dynamo"
 WRONG = "WRONG RESULT: compiled without a break, output differs from eager"
@@ -130,24 +126,11 @@ def run_cases() -> dict:
 # --------------------------------------------------------------------------- driver side
 
 
-def _collect(env: dict[str, str]) -> dict:
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "audit.json"
-        proc = subprocess.run(
-            [sys.executable, "-m", "torch_overlay._audit_worker", str(out)],
-            cwd=REPO_ROOT, env=dict(env, PYTHONPATH=":".join(filter(None, [env.get("PYTHONPATH"), str(REPO_ROOT)]))),
-            capture_output=True, text=True,
-        )
-        if proc.returncode != 0 or not out.exists():
-            raise RuntimeError(f"audit worker failed:\n{proc.stdout}\n{proc.stderr}")
-        return json.loads(out.read_text())
-
-
 def audit(overlay: Overlay, log=print) -> bool:
     log("auditing on BASE (unpatched) ...")
-    base = _collect(base_env())
+    base = run_worker("torch_overlay._audit_worker", [], base_env(), capture=True)
     log("auditing with the series applied ...")
-    patched = _collect(child_env(overlay))
+    patched = run_worker("torch_overlay._audit_worker", [], child_env(overlay), capture=True)
     if not patched["torch_file"].startswith(str(overlay.root)):
         raise RuntimeError(f"the patched run imported {patched['torch_file']}, not the overlay")
 

@@ -13,20 +13,14 @@ functionals vs through the kernels.
 
 from __future__ import annotations
 
-import json
-import os
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
-from pathlib import Path
 
-from ._series import REPO_ROOT
+from .audit import MODEL_DIR
 from .overlay import Overlay, child_env
-from .suite import base_env
+from .suite import base_env, run_worker
 
-MODEL_DIR = REPO_ROOT / "test" / "dynamo"
 SIZE = (3, 400, 500)
 
 
@@ -132,18 +126,10 @@ def run(threads: list[int], min_run_time: float, selected: list[str]) -> dict:
 
 
 def _collect(env: dict[str, str], args: list[str], label: str, log) -> dict:
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "bench.json"
-        env = dict(env, PYTHONPATH=os.pathsep.join(filter(None, [env.get("PYTHONPATH"), str(REPO_ROOT)])))
-        # Measure real compiles, not cache hits from an earlier run or the other worker.
-        env["TORCHINDUCTOR_FORCE_DISABLE_CACHES"] = "1"
-        log(f"benchmarking on {label} ...")
-        proc = subprocess.run(
-            [sys.executable, "-m", "torch_overlay._bench_worker", str(out), *args], cwd=REPO_ROOT, env=env
-        )
-        if proc.returncode != 0 or not out.exists():
-            raise RuntimeError(f"the {label} benchmark worker failed (exit {proc.returncode})")
-        return json.loads(out.read_text())
+    log(f"benchmarking on {label} ...")
+    # Measure real compiles, not cache hits from an earlier run or the other worker.
+    env = dict(env, TORCHINDUCTOR_FORCE_DISABLE_CACHES="1")
+    return run_worker("torch_overlay._bench_worker", args, env, capture=False)
 
 
 def _fmt_us(us: float) -> str:

@@ -138,6 +138,16 @@ def entry_key(torch: InstalledTorch, series: Series) -> str:
     return h.hexdigest()
 
 
+def entry_path(torch: InstalledTorch, series: Series) -> tuple[Path, str]:
+    """Where the overlay entry for this torch and series lives, and its key."""
+    key = entry_key(torch, series)
+    return cache_dir() / f"torch-{torch.version}-{key[:20]}", key
+
+
+def is_built(torch: InstalledTorch, series: Series) -> bool:
+    return _valid_entry(*entry_path(torch, series))
+
+
 def check_version(torch: InstalledTorch, series: Series, force: bool) -> None:
     if series.base.matches_version(torch.version) or force:
         return
@@ -174,9 +184,8 @@ def ensure(
     torch = find_installed_torch()
     check_version(torch, series, force)
     _git.require_git()
-    key = entry_key(torch, series)
-    root = cache_dir()
-    final = root / f"torch-{torch.version}-{key[:20]}"
+    final, key = entry_path(torch, series)
+    root = final.parent
     if _valid_entry(final, key):
         return Overlay(final, torch, series, built=False)
 

@@ -36,17 +36,38 @@ def base_env() -> dict[str, str]:
     return env
 
 
+def with_repo_on_path(env: dict[str, str]) -> dict[str, str]:
+    """``env`` with this repo appended to PYTHONPATH, so a child can import torch_overlay."""
+    parts = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p] + [str(REPO_ROOT)]
+    return dict(env, PYTHONPATH=os.pathsep.join(parts))
+
+
+def run_worker(module: str, args: list[str], env: dict[str, str], *, capture: bool) -> dict:
+    """Run ``python -m module OUT.json *args`` and return the JSON it wrote.
+
+    With ``capture`` the child's output is kept and shown only if it fails;
+    otherwise it streams (progress lines of long runs).
+    """
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "result.json"
+        proc = subprocess.run(
+            [sys.executable, "-m", module, str(out), *args],
+            cwd=REPO_ROOT, env=with_repo_on_path(env), capture_output=capture, text=True,
+        )
+        if proc.returncode != 0 or not out.exists():
+            detail = f":\n{proc.stdout}\n{proc.stderr}" if capture else ""
+            raise RuntimeError(f"{module} failed (exit {proc.returncode}){detail}")
+        return json.loads(out.read_text())
+
+
 def run_pytest(
     paths: list[str], env: dict[str, str], extra: list[str] = (), *, capture: bool = False
 ) -> tuple[int, dict[str, str], str]:
     """Run pytest in a child process; return (exit code, nodeid -> outcome, captured output)."""
     with tempfile.TemporaryDirectory() as tmp:
         report = Path(tmp) / "report.json"
-        env = dict(env, TORCH_OVERLAY_REPORT=str(report))
         # The repo root must be importable for the reporting plugin.
-        env["PYTHONPATH"] = os.pathsep.join(
-            [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p] + [str(REPO_ROOT)]
-        )
+        env = with_repo_on_path(dict(env, TORCH_OVERLAY_REPORT=str(report)))
         cmd = [sys.executable, "-m", "pytest", "-p", "torch_overlay._pytest_report", *paths, *extra]
         proc = subprocess.run(
             cmd, cwd=REPO_ROOT, env=env, text=True,
