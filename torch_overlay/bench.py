@@ -4,8 +4,10 @@
 and one on the overlay (the overlay must be on the path before ``import torch``).
 Each worker times, on the same inputs, every case eagerly and compiled with
 inductor, at 1 thread and at all threads, with ``torch.utils.benchmark``
-(``blocked_autorange`` medians).  Each speed ratio is eager / inductor measured
-in the same process, so both sides of a ratio saw the same machine state.  It also
+(``blocked_autorange``), in short blocks that alternate between the two sides;
+each side reports the median of its blocks.  Each speed ratio is eager /
+inductor measured in the same process, so both sides of a ratio saw the same
+machine state.  It also
 reports first-call compile time, peak memory allocated during one call (from
 the profiler's memory events) and Dynamo trace time of the pipeline through the
 functionals vs through the kernels.
@@ -22,6 +24,7 @@ from .overlay import Overlay, child_env
 from .suite import base_env, run_worker
 
 SIZE = (3, 400, 500)
+ROUNDS = 5  # interleaved timing blocks per side, see eager_and_compiled_us
 
 
 # --------------------------------------------------------------------------- worker side
@@ -81,10 +84,23 @@ def run(threads: list[int], min_run_time: float, selected: list[str]) -> dict:
     all_threads = torch.get_num_threads()
     threads = [all_threads if t == 0 else t for t in threads]
 
-    def median_us(fn, args, nthreads) -> float:
-        torch.set_num_threads(nthreads)
+    def median_us(fn, args, nthreads, seconds) -> float:
         timer = benchmark.Timer("fn(*args)", globals={"fn": fn, "args": args}, num_threads=nthreads)
-        return timer.blocked_autorange(min_run_time=min_run_time).median * 1e6
+        return timer.blocked_autorange(min_run_time=seconds).median * 1e6
+
+    def eager_and_compiled_us(fn, compiled, args, nthreads) -> tuple[float, float]:
+        # Interleave the two sides in ROUNDS short blocks and take the median of
+        # each side, so that a slow phase of the machine (or of the thread pool
+        # after a change of thread count) hits both sides alike.
+        torch.set_num_threads(nthreads)
+        for _ in range(3):  # warm the thread pool and caches at this count
+            fn(*args)
+            compiled(*args)
+        eager, inductor = [], []
+        for _ in range(ROUNDS):
+            eager.append(median_us(fn, args, nthreads, min_run_time / ROUNDS))
+            inductor.append(median_us(compiled, args, nthreads, min_run_time / ROUNDS))
+        return statistics.median(eager), statistics.median(inductor)
 
     rows = []
     for i, (name, (fn, make_args)) in enumerate(cases.items(), 1):
@@ -103,8 +119,7 @@ def run(threads: list[int], min_run_time: float, selected: list[str]) -> dict:
         row = {"case": name, "compile_s": compile_s, "matches_eager": bool(same),
                "peak_eager": _peak_bytes(fn, args), "peak_inductor": _peak_bytes(compiled, args)}
         for t in threads:
-            row[f"eager_us@{t}"] = median_us(fn, args, t)
-            row[f"inductor_us@{t}"] = median_us(compiled, args, t)
+            row[f"eager_us@{t}"], row[f"inductor_us@{t}"] = eager_and_compiled_us(fn, compiled, args, t)
         rows.append(row)
     torch.set_num_threads(all_threads)
 
