@@ -1,7 +1,8 @@
 # Owner(s): ["module: dynamo"]
 import torch
 import torch._dynamo.test_case
-from torch._dynamo.testing import CompileCounter
+import torch._inductor.config
+from torch._dynamo.testing import CompileCounter, CompileCounterWithBackend
 
 from tv_model_random import (
     color_jitter_brightness,
@@ -12,9 +13,9 @@ from tv_model_random import (
 
 
 class HoistTorchRngScalarsTests(torch._dynamo.test_case.TestCase):
-    def check_calls(self, fn, calls, max_frames):
+    def check_calls(self, fn, calls, max_frames, cnt=None):
         x = torch.rand(3, 16, 20)
-        cnt = CompileCounter()
+        cnt = cnt or CompileCounter()
         compiled = torch.compile(fn, backend=cnt, fullgraph=True)
         outs = set()
         with torch._dynamo.config.patch(
@@ -39,6 +40,13 @@ class HoistTorchRngScalarsTests(torch._dynamo.test_case.TestCase):
 
     def test_random_choice(self):
         self.check_calls(rand_augment_choice, 30, 3)
+
+    @torch._inductor.config.patch(fallback_random=False)
+    def test_random_choice_inductor(self):
+        # Hoisted draws run eagerly in the prologue, so the stream matches
+        # eager on inductor too, without fallback_random.
+        cnt = CompileCounterWithBackend("inductor")
+        self.check_calls(rand_augment_choice, 8, 3, cnt)
 
     def test_random_resized_crop_loop(self):
         self.check_calls(random_resized_crop, 5, 5)
