@@ -1,0 +1,52 @@
+"""Data-dependent branches for the torchvision-style model, compiled as torch.cond.
+
+* ``random_horizontal_flip``: ``_RandomApplyTransform``'s ``if torch.rand(1) >= p``
+  (from tv_model_random), the rest of the frame as a cond over both outcomes;
+* ``flip_if_bright``: a branch on the data, not on a random draw;
+* ``random_flip_then_brighten``: the random branch in an inlined call, its
+  caller going on after it.
+
+They compile fullgraph, in one graph for both outcomes, only with
+``torch._dynamo.config.data_dependent_branches_as_cond``; the audit rows turn it
+on (and ``hoist_torch_rng_scalars`` in one row) where it exists.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from tv_dispatch_model import adjust_brightness, vertical_flip
+from tv_model_random import _seeded_image, random_horizontal_flip
+
+
+def flip_if_bright(image: torch.Tensor) -> torch.Tensor:
+    if image.mean() > 0.5:
+        return vertical_flip(image)
+    return image
+
+
+def check_positive(image: torch.Tensor) -> torch.Tensor:
+    # An assert on a tensor is not a branch: it stays torch._assert_async.
+    # (Here rather than in a test file, which pytest's assert rewriting changes.)
+    assert image.sum() > 0, "positive"
+    return image + 1
+
+
+def random_flip_then_brighten(image: torch.Tensor) -> torch.Tensor:
+    return adjust_brightness(random_horizontal_flip(image), 1.1)
+
+
+_COND = {"data_dependent_branches_as_cond": True}
+_COND_HOIST = {"data_dependent_branches_as_cond": True, "hoist_torch_rng_scalars": True}
+
+# name -> (callable, argument factory, Dynamo config to apply where it exists)
+AUDIT_CASES = {
+    "branch as cond: random horizontal flip": (random_horizontal_flip, lambda: _seeded_image(0), _COND),
+    "branch as cond: random horizontal flip (hoisted draw)": (
+        random_horizontal_flip,
+        lambda: _seeded_image(0),
+        _COND_HOIST,
+    ),
+    "branch as cond: flip if bright": (flip_if_bright, lambda: _seeded_image(4), _COND),
+    "branch as cond: random flip in an inlined call": (random_flip_then_brighten, lambda: _seeded_image(5), _COND),
+}
