@@ -1,0 +1,215 @@
+# Owner(s): ["module: dynamo"]
+import math
+
+import torch
+import torch._dynamo.test_case
+from torch._dynamo.testing import CompileCounter
+
+from tv_model_random import (
+    color_jitter_brightness,
+    rand_augment_choice,
+    random_resized_crop,
+)
+from tv_model_random_params import (
+    color_jitter_hue,
+    random_crop,
+    random_gaussian_blur,
+    random_rotation,
+)
+
+
+def _factor_then_branch(x):
+    # The range of the draw, [-0.5, 1.5], does not decide the comparison.
+    factor = float(torch.empty(1).uniform_(-0.5, 1.5))
+    if factor < 0:
+        return x.neg()
+    return x * factor
+
+
+def _factor_and_value(x):
+    # Floats that leave the frame, and a torch.rand draw.
+    a = torch.rand(1).item()
+    b = torch.empty(1, dtype=torch.float64).uniform_(2.0, 3.0).item()
+    return x * a + b, a, b
+
+
+def _choice_and_factor(x):
+    # RandAugment-like: a discrete choice that needs a guard, and a
+    # continuous magnitude that only feeds tensor math.
+    op = int(torch.randint(2, (1,)))
+    magnitude = torch.empty(1).uniform_(0.5, 1.5).item()
+    if op == 0:
+        return x * magnitude
+    return x.flip(-1) * magnitude
+
+
+def _factor_through_exp(x):
+    # math.exp has no symbolic counterpart: it needs the value.
+    return x * math.exp(torch.empty(1).uniform_(-0.3, 0.3).item())
+
+
+class RandomParamsMixin:
+    def check_calls(self, fn, calls, graphs, error_on_recompile=False, fullgraph=True):
+        x = torch.rand(3, 16, 20)
+        cnt = CompileCounter()
+        compiled = torch.compile(fn, backend=cnt, fullgraph=fullgraph)
+        with torch._dynamo.config.patch(
+            hoist_torch_rng_scalars=True,
+            error_on_recompile=error_on_recompile,
+            recompile_limit=calls,
+            # without fullgraph, .item() is traced only with this on
+            capture_scalar_outputs=not fullgraph,
+        ):
+            for seed in range(calls):
+                torch.manual_seed(seed)
+                eager, eager_next = fn(x), torch.rand(1)
+                torch.manual_seed(seed)
+                out, out_next = compiled(x), torch.rand(1)
+                # values, dtypes, shapes and Python output types
+                self.assertEqual(type(out), type(eager))
+                if isinstance(eager, tuple):
+                    self.assertEqual([type(o) for o in out], [type(e) for e in eager])
+                self.assertEqual(out, eager, exact_dtype=True, atol=0, rtol=0)
+                # the RNG stream after the call is eager's
+                self.assertEqual(out_next, eager_next, atol=0, rtol=0)
+        self.assertEqual(cnt.frame_count, graphs)
+
+
+class HoistTorchRngSymbolicFloatsTests(
+    RandomParamsMixin, torch._dynamo.test_case.TestCase
+):
+    """A float drawn from a hoisted draw and fed to tensor math: one graph."""
+
+    def test_brightness_factor(self):
+        # `brightness_factor < 0` is decided by the draw's range, [0.8, 1.2].
+        self.check_calls(color_jitter_brightness, 100, 1, error_on_recompile=True)
+
+    def test_gaussian_blur_sigma(self):
+        self.check_calls(random_gaussian_blur, 30, 1, error_on_recompile=True)
+
+    def test_rotation_angle(self):
+        # math.radians, math.cos and math.sin of the angle are symbolic.
+        self.check_calls(random_rotation, 30, 1, error_on_recompile=True)
+
+    def test_hue_factor_range_check(self):
+        # `-0.5 <= hue_factor <= 0.5` is decided by the draw's range.
+        self.check_calls(color_jitter_hue, 100, 1, error_on_recompile=True)
+
+    def test_floats_returned(self):
+        self.check_calls(_factor_and_value, 100, 1, error_on_recompile=True)
+
+    def test_graph_computes_the_factor(self):
+        # The factor is the item() of the hoisted draw in the graph, no constant.
+        graphs = []
+
+        def backend(gm, example_inputs):
+            graphs.append(gm)
+            return gm
+
+        compiled = torch.compile(
+            color_jitter_brightness, backend=backend, fullgraph=True
+        )
+        with torch._dynamo.config.patch(hoist_torch_rng_scalars=True):
+            compiled(torch.rand(3, 4, 5))
+        (gm,) = graphs
+        self.assertEqual(
+            [
+                n.target
+                for n in gm.graph.nodes
+                if n.op == "call_method" and n.target == "item"
+            ],
+            ["item"],
+        )
+        self.assertIn("torch_random_value_0", [n.name for n in gm.graph.nodes])
+
+
+class HoistTorchRngSpecializeOnRestartTests(
+    RandomParamsMixin, torch._dynamo.test_case.TestCase
+):
+    """A guard on such a float restarts analysis with its draw specialized."""
+
+    def test_branch_on_factor(self):
+        # One graph per value, as without symbolic floats; both branches run.
+        signs = set()
+        for seed in range(8):
+            torch.manual_seed(seed)
+            signs.add(float(torch.empty(1).uniform_(-0.5, 1.5)) < 0)
+        self.assertEqual(signs, {False, True})
+        self.check_calls(_factor_then_branch, 8, 8)
+
+    def test_only_the_guarded_draw_is_specialized(self):
+        # One graph per choice; the magnitude stays symbolic.
+        self.check_calls(_choice_and_factor, 30, 2)
+
+    def test_math_exp_of_factor(self):
+        self.check_calls(_factor_through_exp, 5, 5)
+
+    def test_random_resized_crop(self):
+        # math.exp needs the aspect ratio; the crop size is a Python int that
+        # decides the loop exit and the slice: specialized per call.
+        self.check_calls(random_resized_crop, 4, 4)
+
+    def test_random_crop_offsets(self):
+        # Slicing at an unbacked offset fails to trace: specialized per offset.
+        outs = set()
+        for seed in range(6):
+            torch.manual_seed(seed)
+            outs.add(
+                (torch.randint(0, 9, (1,)).item(), torch.randint(0, 13, (1,)).item())
+            )
+        self.check_calls(random_crop, 6, len(outs))
+
+    def test_choice_without_fullgraph(self):
+        # Without fullgraph, a branch on the unbacked choice restarts with the
+        # draw specialized instead of graph breaking: one graph per choice.
+        self.check_calls(rand_augment_choice, 30, 3, fullgraph=False)
+
+    def test_random_resized_crop_without_fullgraph(self):
+        # math.exp's guard would be a graph break in the search loop (and so
+        # skip the frame): it restarts instead, one graph per call as above.
+        self.check_calls(random_resized_crop, 4, 4, fullgraph=False)
+
+    def test_random_crop_offsets_without_fullgraph(self):
+        # The restart must not replay what the unbacked attempt logged at its
+        # graph breaks (SpeculationLogDivergence): same graphs as fullgraph.
+        outs = set()
+        for seed in range(6):
+            torch.manual_seed(seed)
+            outs.add(
+                (torch.randint(0, 9, (1,)).item(), torch.randint(0, 13, (1,)).item())
+            )
+        self.check_calls(random_crop, 6, len(outs), fullgraph=False)
+
+
+class RandomScalarsOnBaseTests(torch._dynamo.test_case.TestCase):
+    def test_item_only_in_tensor_math_compiles(self):
+        # Without hoisting, a draw whose item() only feeds tensor math already
+        # compiles: the draw stays in the graph, so the RNG stream matches.
+        def fn(x):
+            return x * torch.empty(1).uniform_(2.0, 3.0).item()
+
+        cnt = CompileCounter()
+        compiled = torch.compile(fn, backend=cnt, fullgraph=True)
+        x = torch.rand(3, 4)
+        for seed in range(5):
+            torch.manual_seed(seed)
+            eager, eager_next = fn(x), torch.rand(1)
+            torch.manual_seed(seed)
+            self.assertEqual(compiled(x), eager, atol=0, rtol=0)
+            self.assertEqual(torch.rand(1), eager_next, atol=0, rtol=0)
+        self.assertEqual(cnt.frame_count, 1)
+
+    def test_guard_on_item_fails_without_hoisting(self):
+        compiled = torch.compile(
+            color_jitter_brightness, backend="eager", fullgraph=True
+        )
+        with self.assertRaisesRegex(
+            torch._dynamo.exc.UserError, "Could not guard on data-dependent expression"
+        ):
+            compiled(torch.rand(3, 4, 5))
+
+
+if __name__ == "__main__":
+    from torch._dynamo.test_case import run_tests
+
+    run_tests()
