@@ -114,12 +114,19 @@ def run_cases() -> dict:
                 verdict = _reason(e)
             torch._dynamo.reset()
             counters.clear()
-            explained = torch._dynamo.explain(fn)(*make_args())
-        rows.append(
-            {"case": name, "verdict": verdict, "graphs": explained.graph_count,
-             "breaks": len(explained.break_reasons),
-             "counted": sum(counters["graph_break"].values())}
-        )
+            # fullgraph=True traces .item() into the graph (Dynamo turns on
+            # capture_scalar_outputs for one-graph frames); explain compiles
+            # without fullgraph, so give it the same setting to see the same code.
+            row = {"case": name, "verdict": verdict}
+            try:
+                with torch._dynamo.config.patch(capture_scalar_outputs=True):
+                    explained = torch._dynamo.explain(fn)(*make_args())
+            except Exception as e:  # noqa: BLE001 - explain raises what it cannot break on
+                row["explain_error"] = _reason(e)
+            else:
+                row.update(graphs=explained.graph_count, breaks=len(explained.break_reasons),
+                           counted=sum(counters["graph_break"].values()))
+        rows.append(row)
     return {"torch": torch.__version__, "torch_file": torch.__file__, "rows": rows, "note": tv_note}
 
 
@@ -135,13 +142,16 @@ def audit(overlay: Overlay, log=print) -> bool:
         raise RuntimeError(f"the patched run imported {patched['torch_file']}, not the overlay")
 
     def explained(row) -> str:
+        if "explain_error" in row:
+            return f"raised {row['explain_error']}"
         graphs = "0 graphs: frame skipped" if row["graphs"] == 0 else (
             f"{row['graphs']} graph{'s' * (row['graphs'] != 1)}, {row['breaks']} break{'s' * (row['breaks'] != 1)}"
         )
         return f"{graphs}; graph_break counter {row['counted']}"
 
     def clean(row) -> bool:
-        return row["graphs"] == 1 and row["breaks"] == 0 and row["counted"] == 0
+        # explain raising (an internal error it does not turn into a break) is not clean
+        return "explain_error" not in row and row["graphs"] == 1 and row["breaks"] == 0 and row["counted"] == 0
 
     def cell(row) -> str:
         verdict = row["verdict"] if row["verdict"] in ("ok", WRONG) else f"break: {row['verdict']}"
