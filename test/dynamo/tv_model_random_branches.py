@@ -16,7 +16,7 @@ from __future__ import annotations
 import torch
 
 from tv_dispatch_model import adjust_brightness, vertical_flip
-from tv_model_random import _seeded_image, random_horizontal_flip
+from tv_model_random import _seeded_image, rand_augment_choice, random_horizontal_flip
 
 
 def flip_if_bright(image: torch.Tensor) -> torch.Tensor:
@@ -48,5 +48,6 @@ AUDIT_CASES = {
         _COND_HOIST,
     ),
     "branch as cond: flip if bright": (flip_if_bright, lambda: _seeded_image(4), _COND),
+    "branch as cond: op choice by randint (hoisted draw)": (rand_augment_choice, lambda: _seeded_image(1), _COND_HOIST),
     "branch as cond: random flip in an inlined call": (random_flip_then_brighten, lambda: _seeded_image(5), _COND),
 }
