@@ -5,12 +5,14 @@ base and on the overlay, side by side.
 Each side runs in its own process (the overlay must be on the path before
 ``import torch``).  A case is ``ok`` when the fullgraph compile succeeds and the
 output equals eager (values, dtype, type).  Independently, the case is run
-through ``torch._dynamo.explain``; what it sees must agree with the verdict
+through ``torch._dynamo.explain`` (with ``capture_scalar_outputs``, which
+fullgraph turns on); what it sees must agree with the verdict
 (compiled fullgraph <=> one graph, no break reason, and nothing in the
 ``graph_break`` counter, which explain fills too: explain's own break reasons
 miss a break that comes before a frame's first graph).  Where explain sees no
 break but fullgraph broke, the audit names the case as a blind spot of explain;
-where fullgraph compiled but explain saw a break, it fails.  A case that compiles but differs from eager is reported as a wrong result.
+where fullgraph compiled but explain saw a break (or raised), it fails.  A case
+that compiles but differs from eager is reported as a wrong result.
 """
 
 from __future__ import annotations

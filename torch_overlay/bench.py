@@ -7,10 +7,9 @@ inductor, at 1 thread and at all threads, with ``torch.utils.benchmark``
 (``blocked_autorange``), in short blocks that alternate between the two sides;
 each side reports the median of its blocks.  Each speed ratio is eager /
 inductor measured in the same process, so both sides of a ratio saw the same
-machine state.  It also
-reports first-call compile time, peak memory allocated during one call (from
-the profiler's memory events) and Dynamo trace time of the pipeline through the
-functionals vs through the kernels.
+machine state.  It also reports first-call compile time, peak memory allocated
+during one call (from the profiler's memory events) and Dynamo trace time of
+the pipeline through the functionals vs through the kernels.
 """
 
 from __future__ import annotations
