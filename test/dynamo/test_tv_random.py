@@ -9,6 +9,7 @@ from tv_model_random import (
     rand_augment_choice,
     random_horizontal_flip,
     random_resized_crop,
+    seeded_calls,
 )
 
 
@@ -21,11 +22,9 @@ class HoistTorchRngScalarsTests(torch._dynamo.test_case.TestCase):
         with torch._dynamo.config.patch(
             hoist_torch_rng_scalars=True, recompile_limit=64
         ):
-            for seed in range(calls):
-                torch.manual_seed(seed)
-                eager, eager_next = fn(x), torch.rand(1)
-                torch.manual_seed(seed)
-                out, out_next = compiled(x), torch.rand(1)
+            for eager, eager_next, out, out_next in seeded_calls(
+                fn, compiled, range(calls), lambda: (x,)
+            ):
                 self.assertEqual(out.shape, eager.shape)
                 self.assertEqual(out, eager)
                 self.assertEqual(out_next, eager_next)

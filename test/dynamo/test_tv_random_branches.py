@@ -8,7 +8,7 @@ from torch._dynamo.testing import (
     normalize_gm,
 )
 
-from tv_model_random import random_horizontal_flip
+from tv_model_random import random_horizontal_flip, seeded_calls
 from tv_model_random_branches import (
     check_positive,
     flip_if_bright,
@@ -63,11 +63,9 @@ class DataDependentBranchAsCondTests(torch._dynamo.test_case.TestCase):
         compiled = torch.compile(fn, backend=cnt, fullgraph=True)
         outcomes = set()
         with torch._dynamo.config.patch(error_on_recompile=True, **flags):
-            for seed in range(calls):
-                torch.manual_seed(seed)
-                eager, eager_next = fn(x), torch.rand(1)
-                torch.manual_seed(seed)
-                out, out_next = compiled(x), torch.rand(1)
+            for eager, eager_next, out, out_next in seeded_calls(
+                fn, compiled, range(calls), lambda: (x,)
+            ):
                 self.assertIs(type(out), type(eager))
                 self.assertEqual(out.dtype, eager.dtype)
                 self.assertEqual(out.shape, eager.shape)
@@ -212,12 +210,9 @@ class DataDependentBranchAsCondRefusalTests(torch._dynamo.test_case.TestCase):
                 self.assertIn(reason, str(cm.exception))
             torch._dynamo.reset()
             compiled = torch.compile(fn, backend="eager")
-            for seed in range(6):
-                x = make_input()
-                torch.manual_seed(seed)
-                eager, eager_next = fn(x), torch.rand(1)
-                torch.manual_seed(seed)
-                out, out_next = compiled(x), torch.rand(1)
+            for eager, eager_next, out, out_next in seeded_calls(
+                fn, compiled, range(6), lambda: (make_input(),)
+            ):
                 self.assertEqual(out, eager, atol=0, rtol=0)
                 self.assertEqual(out_next, eager_next, atol=0, rtol=0)
 
@@ -307,11 +302,9 @@ class DataDependentBranchAsCondRefusalTests(torch._dynamo.test_case.TestCase):
         compiled = torch.compile(draws_after_the_branch, backend=cnt, fullgraph=True)
         x = torch.rand(3, 4)
         with torch._dynamo.config.patch(**flags):
-            for seed in range(10):
-                torch.manual_seed(seed)
-                eager, eager_next = draws_after_the_branch(x), torch.rand(1)
-                torch.manual_seed(seed)
-                out, out_next = compiled(x), torch.rand(1)
+            for eager, eager_next, out, out_next in seeded_calls(
+                draws_after_the_branch, compiled, range(10), lambda: (x,)
+            ):
                 self.assertEqual(out, eager, atol=0, rtol=0)
                 self.assertEqual(out_next, eager_next, atol=0, rtol=0)
         self.assertEqual(cnt.frame_count, 2)

@@ -3,7 +3,7 @@ import torch
 import torch._dynamo.test_case
 from torch._dynamo.testing import CompileCounter
 
-from tv_model_random import rand_augment_choice
+from tv_model_random import rand_augment_choice, seeded_calls
 
 
 def flip_if_positive_sum(x):
@@ -29,10 +29,9 @@ class UnbackedSymBoolBranchAsCondTests(torch._dynamo.test_case.TestCase):
             for seed in range(60):
                 torch.manual_seed(seed)
                 ops.add(int(torch.randint(3, (1,))))
-                torch.manual_seed(seed)
-                eager, eager_next = rand_augment_choice(x), torch.rand(1)
-                torch.manual_seed(seed)
-                out, out_next = compiled(x), torch.rand(1)
+            for eager, eager_next, out, out_next in seeded_calls(
+                rand_augment_choice, compiled, range(60), lambda: (x,)
+            ):
                 self.assertEqual(out, eager, atol=0, rtol=0, exact_dtype=True)
                 self.assertEqual(out_next, eager_next, atol=0, rtol=0)
         self.assertEqual(ops, {0, 1, 2})

@@ -9,6 +9,7 @@ from tv_model_random import (
     color_jitter_brightness,
     rand_augment_choice,
     random_resized_crop,
+    seeded_calls,
 )
 from tv_model_random_params import (
     color_jitter_hue,
@@ -60,11 +61,9 @@ class RandomParamsMixin:
             # without fullgraph, .item() is traced only with this on
             capture_scalar_outputs=not fullgraph,
         ):
-            for seed in range(calls):
-                torch.manual_seed(seed)
-                eager, eager_next = fn(x), torch.rand(1)
-                torch.manual_seed(seed)
-                out, out_next = compiled(x), torch.rand(1)
+            for eager, eager_next, out, out_next in seeded_calls(
+                fn, compiled, range(calls), lambda: (x,)
+            ):
                 # values, dtypes, shapes and Python output types
                 self.assertEqual(type(out), type(eager))
                 if isinstance(eager, tuple):
@@ -191,12 +190,11 @@ class RandomScalarsOnBaseTests(torch._dynamo.test_case.TestCase):
         cnt = CompileCounter()
         compiled = torch.compile(fn, backend=cnt, fullgraph=True)
         x = torch.rand(3, 4)
-        for seed in range(5):
-            torch.manual_seed(seed)
-            eager, eager_next = fn(x), torch.rand(1)
-            torch.manual_seed(seed)
-            self.assertEqual(compiled(x), eager, atol=0, rtol=0)
-            self.assertEqual(torch.rand(1), eager_next, atol=0, rtol=0)
+        for eager, eager_next, out, out_next in seeded_calls(
+            fn, compiled, range(5), lambda: (x,)
+        ):
+            self.assertEqual(out, eager, atol=0, rtol=0)
+            self.assertEqual(out_next, eager_next, atol=0, rtol=0)
         self.assertEqual(cnt.frame_count, 1)
 
     def test_guard_on_item_fails_without_hoisting(self):

@@ -77,6 +77,23 @@ def random_resized_crop(
     return resized_crop(image, i, j, h, w, list(size), antialias=True)
 
 
+def seeded_calls(fn, compiled, seeds, make_args):
+    """Call fn, then compiled, from ``torch.manual_seed(seed)`` for each seed.
+
+    Yields ``(eager, eager_next, out, out_next)``: both outputs on the same
+    arguments (``make_args()``, built once per seed), and the ``torch.rand(1)``
+    drawn right after each call, which shows whether the compiled call left the
+    RNG stream where eager leaves it.
+    """
+    for seed in seeds:
+        args = make_args()
+        torch.manual_seed(seed)
+        eager, eager_next = fn(*args), torch.rand(1)
+        torch.manual_seed(seed)
+        out, out_next = compiled(*args), torch.rand(1)
+        yield eager, eager_next, out, out_next
+
+
 def _seeded_image(seed: int, dtype: torch.dtype = torch.float32) -> tuple[torch.Tensor]:
     # The audit builds arguments right before each call: seeding here makes the
     # eager and the compiled call draw the same values.
