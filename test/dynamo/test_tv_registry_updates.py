@@ -12,6 +12,10 @@ through its keys and kernels) and must keep holding.
 ``MethodDispatcherRegistryUpdateTests`` needs the "hash and compare bound
 methods like CPython" patch: the same, for a registry whose dispatcher is a
 bound method rather than a module-level function.
+
+``RegistryTruthGuardTests`` and ``RegistryLengthGuardTests`` need the "guard
+only the length of a dict whose truth or len() is taken" patch: replacing the
+kernel of a type the input does not dispatch to recompiles nothing.
 """
 
 import torch
@@ -158,6 +162,43 @@ class KernelRegistryUpdateTests(RegistryUpdateMixin, torch._dynamo.test_case.Tes
                 [(make_image(seed=seed).as_subclass(type(inpt)), kernel) for inpt, kernel in inputs],
                 len(inputs),
             )
+
+
+class RegistryTruthGuardTests(RegistryUpdateMixin, torch._dynamo.test_case.TestCase):
+    # _get_kernel's `if not registry:` guards the registry's length, not every
+    # kernel in it: replacing the kernel of a type this input does not
+    # dispatch to recompiles nothing (the "guard only the length of a dict
+    # whose truth or len() is taken" patch).
+    def test_replace_kernel_of_another_type(self):
+        register_kernel(self.functional, Image)(flip_twice_as_bright)
+        image = make_image()
+        self.check_call(image, tensor_kernel, 1)
+
+        self.registry[Image] = flip_dimmed
+        self.check_call(image, tensor_kernel, 1)
+        # Inputs of the replaced kernel's own type still get it.
+        self.check_call(make_image().as_subclass(Image), flip_dimmed, 2)
+
+
+def flip_plus_kernel_count(image):
+    return horizontal_flip(image) + len(_KERNEL_REGISTRY[horizontal_flip])
+
+
+class RegistryLengthGuardTests(RegistryUpdateMixin, torch._dynamo.test_case.TestCase):
+    # The same for len(registry).
+    def call(self, inpt):
+        return flip_plus_kernel_count(inpt)
+
+    def test_replace_kernel_of_another_type(self):
+        register_kernel(self.functional, Image)(flip_twice_as_bright)
+        image = make_image()
+        self.check_call(image, flip_plus_kernel_count, 1)
+
+        self.registry[Image] = flip_dimmed
+        self.check_call(image, flip_plus_kernel_count, 1)
+        # A kernel for a new type changes the length: seen, one recompile.
+        register_kernel(self.functional, Mask)(flip_shifted)
+        self.check_call(image, flip_plus_kernel_count, 2)
 
 
 FUNCTIONALS = Functionals(2.0)
