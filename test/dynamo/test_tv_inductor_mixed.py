@@ -14,8 +14,8 @@ at edge sizes and for non-contiguous inputs.
 
 import torch
 import torch._dynamo.test_case
-import torch._inductor.config as inductor_config
-from torch._inductor.utils import run_and_get_code
+
+from tv_dispatch_model import InductorVsEagerMixin
 
 
 MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
@@ -48,31 +48,10 @@ def _mixed_uint8_math(x, y):
     return f, (x.to(torch.float32) * 0.75).round().to(torch.uint8)
 
 
-class _CompiledVsEager:
+class _CompiledVsEager(InductorVsEagerMixin):
+    # static shapes unless a test asks otherwise: each edge width is its own kernel
     def check(self, fn, *args, dynamic=False):
-        expected = fn(*args)
-        actual = torch.compile(fn, backend="inductor", fullgraph=True, dynamic=dynamic)(
-            *args
-        )
-        if isinstance(expected, torch.Tensor):
-            expected, actual = (expected,), (actual,)
-        self.assertEqual(len(actual), len(expected))
-        for a, e in zip(actual, expected):
-            self.assertEqual(a.dtype, e.dtype)
-            self.assertEqual(a.shape, e.shape)
-            self.assertEqual(a.stride(), e.stride())
-            self.assertEqual(a, e, atol=0, rtol=0)
-
-    def code(self, fn, *args):
-        with inductor_config.patch(fx_graph_cache=False):
-            actual, (code,) = run_and_get_code(
-                torch.compile(fn, backend="inductor", fullgraph=True), *args
-            )
-        expected = fn(*args)
-        self.assertEqual(actual.dtype, expected.dtype)
-        self.assertEqual(actual, expected, atol=0, rtol=0)
-        return code
-
+        super().check(fn, *args, dynamic=dynamic)
 
 class InductorMixedUint8FloatCodegenTests(
     _CompiledVsEager, torch._dynamo.test_case.TestCase

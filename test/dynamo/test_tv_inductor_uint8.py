@@ -10,8 +10,8 @@ compiled equals eager exactly, in values and dtype, at edge sizes.
 
 import torch
 import torch._dynamo.test_case
-import torch._inductor.config as inductor_config
-from torch._inductor.utils import run_and_get_code
+
+from tv_dispatch_model import InductorVsEagerMixin
 
 
 def _image(*shape, dtype=torch.uint8):
@@ -45,32 +45,7 @@ def _flip_to_float(x):
     return x.flip(-1).to(torch.float32) * 2.0
 
 
-class _CompiledVsEager:
-    def check(self, fn, *args, dynamic=None):
-        expected = fn(*args)
-        actual = torch.compile(fn, backend="inductor", fullgraph=True, dynamic=dynamic)(
-            *args
-        )
-        if isinstance(expected, torch.Tensor):
-            expected, actual = (expected,), (actual,)
-        self.assertEqual(len(actual), len(expected))
-        for a, e in zip(actual, expected):
-            self.assertEqual(a.dtype, e.dtype)
-            self.assertEqual(a.shape, e.shape)
-            self.assertEqual(a, e, atol=0, rtol=0)
-
-    def code(self, fn, *args):
-        with inductor_config.patch(fx_graph_cache=False):
-            actual, (code,) = run_and_get_code(
-                torch.compile(fn, backend="inductor", fullgraph=True), *args
-            )
-        expected = fn(*args)
-        self.assertEqual(actual.dtype, expected.dtype)
-        self.assertEqual(actual, expected, atol=0, rtol=0)
-        return code
-
-
-class InductorUint8VecCodegenTests(_CompiledVsEager, torch._dynamo.test_case.TestCase):
+class InductorUint8VecCodegenTests(InductorVsEagerMixin, torch._dynamo.test_case.TestCase):
     # 512 is a multiple of every vector width (32 lanes of uint8 on AVX2, 64 on
     # AVX-512), so the main loop has no tail and every access is a full vector.
 
@@ -106,7 +81,7 @@ class InductorUint8VecCodegenTests(_CompiledVsEager, torch._dynamo.test_case.Tes
         self.assertIn("at::vec::flip(tmpbuf[1 - i])", code)
 
 
-class InductorUint8ReductionTests(_CompiledVsEager, torch._dynamo.test_case.TestCase):
+class InductorUint8ReductionTests(InductorVsEagerMixin, torch._dynamo.test_case.TestCase):
     def test_uint8_min_max_reductions(self):
         # on 2.13 the quarter-filled vectors' unused lanes (filled with 1) leak
         # into amin (pytorch/pytorch#191499); full-width vectors have none
@@ -115,7 +90,7 @@ class InductorUint8ReductionTests(_CompiledVsEager, torch._dynamo.test_case.Test
                 self.check(lambda t: (t.amax(-1), t.amin(-1)), _image(3, 5, width))
 
 
-class InductorUint8CorrectnessTests(_CompiledVsEager, torch._dynamo.test_case.TestCase):
+class InductorUint8CorrectnessTests(InductorVsEagerMixin, torch._dynamo.test_case.TestCase):
     def test_uint8_ops_edge_widths(self):
         for width in (1, 7, 31, 33, 500):
             with self.subTest(width=width):

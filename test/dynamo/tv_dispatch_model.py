@@ -358,6 +358,34 @@ AUDIT_CASES: dict[str, tuple[Callable, Callable[[], tuple]]] = {
 # --------------------------------------------------------------------------- test helpers
 
 
+class InductorVsEagerMixin:
+    """Inductor equals eager bit for bit (values, dtype, shape, strides), and its code."""
+
+    def check(self, fn: Callable, *args: Any, dynamic: bool | None = None) -> None:
+        expected = fn(*args)
+        actual = torch.compile(fn, backend="inductor", fullgraph=True, dynamic=dynamic)(*args)
+        if isinstance(expected, torch.Tensor):
+            expected, actual = (expected,), (actual,)
+        self.assertEqual(len(actual), len(expected))
+        for a, e in zip(actual, expected):
+            self.assertEqual(a.dtype, e.dtype)
+            self.assertEqual(a.shape, e.shape)
+            self.assertEqual(a.stride(), e.stride())
+            self.assertEqual(a, e, atol=0, rtol=0)
+
+    def code(self, fn: Callable, *args: Any) -> str:
+        """The generated code of compiling fn (FX graph cache off), checked against eager."""
+        from torch._inductor import config as inductor_config
+        from torch._inductor.utils import run_and_get_code
+
+        with inductor_config.patch(fx_graph_cache=False):
+            actual, (code,) = run_and_get_code(torch.compile(fn, backend="inductor", fullgraph=True), *args)
+        expected = fn(*args)
+        self.assertEqual(actual.dtype, expected.dtype)
+        self.assertEqual(actual, expected, atol=0, rtol=0)
+        return code
+
+
 class CompiledVsEagerMixin:
     """Assertions shared by the tests: compiled equals eager, one frame, no graph break."""
 
