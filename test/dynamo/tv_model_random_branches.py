@@ -16,7 +16,7 @@ from __future__ import annotations
 import torch
 
 from tv_dispatch_model import adjust_brightness, vertical_flip
-from tv_model_random import _seeded_image, rand_augment_choice, random_horizontal_flip
+from tv_model_random import _HOIST, _seeded_image, rand_augment_choice, random_horizontal_flip
 
 
 def flip_if_bright(image: torch.Tensor) -> torch.Tensor:
@@ -37,7 +37,7 @@ def random_flip_then_brighten(image: torch.Tensor) -> torch.Tensor:
 
 
 _COND = {"data_dependent_branches_as_cond": True}
-_COND_HOIST = {"data_dependent_branches_as_cond": True, "hoist_torch_rng_scalars": True}
+_COND_HOIST = {**_COND, **_HOIST}
 
 # name -> (callable, argument factory, Dynamo config to apply where it exists)
 AUDIT_CASES = {

@@ -19,7 +19,7 @@ from __future__ import annotations
 import torch
 
 from tv_model_kernels import adjust_hue, gaussian_blur, rotate
-from tv_model_random import _seeded_image
+from tv_model_random import _HOIST, _seeded_image
 
 
 def random_gaussian_blur(image: torch.Tensor, sigma: tuple[float, float] = (0.1, 2.0)) -> torch.Tensor:
@@ -43,8 +43,6 @@ def random_crop(image: torch.Tensor, size: tuple[int, int] = (8, 8)) -> torch.Te
     j = torch.randint(0, width - size[1] + 1, size=(1,)).item()
     return image[..., i : i + size[0], j : j + size[1]]
 
-
-_HOIST = {"hoist_torch_rng_scalars": True}
 
 # name -> (callable, argument factory, Dynamo config to apply where it exists)
 AUDIT_CASES = {
