@@ -55,7 +55,13 @@ def _cases():
         cases[f"{name} (functional)"] = (functional, lambda make=make, extra=extra: (make(), *extra))
     cases["pipeline (kernels)"] = (k.pipeline_kernels, lambda: (u8(),))
     cases["pipeline (functionals)"] = (k.pipeline_functionals, lambda: (u8(),))
+    # Almost no work: inductor minus eager here is the fixed cost of a compiled call.
+    cases["call overhead: x + 1, 4 floats"] = (_add_one, lambda: (torch.zeros(4),))
     return cases, k
+
+
+def _add_one(x):
+    return x + 1
 
 
 def _peak_bytes(fn, args) -> int:
