@@ -67,9 +67,9 @@ class _ThreadsMixin(InductorVsEagerMixin):
         super().tearDown()
 
 
-class InductorScatterGatherCodegenTests(
-    _ThreadsMixin, torch._dynamo.test_case.TestCase
-):
+class Int64ScatterAddCodegenTests(_ThreadsMixin, torch._dynamo.test_case.TestCase):
+    """An int64 scatter_add_ on CPU is a generated loop, not an aten fallback."""
+
     def test_int64_histogram_is_a_generated_loop(self):
         code = self.code(_histogram, _image(3, 40, 50))
         # on 2.13 every int64 scatter_add_ falls back to aten, after a
@@ -102,6 +102,10 @@ class InductorScatterGatherCodegenTests(
         )
         self.assertIn("empty_strided_cpu((3, 256), (256, 1), torch.int64)", code)
 
+
+class GatherTableCodegenTests(_ThreadsMixin, torch._dynamo.test_case.TestCase):
+    """A pointwise input that gather reads more often than it has elements is computed once."""
+
     def test_gathered_table_is_computed_once(self):
         g = torch.Generator().manual_seed(0)
         a = torch.randint(0, 10_000, (3, 256), generator=g)
@@ -116,6 +120,10 @@ class InductorScatterGatherCodegenTests(
         self.assertIn("empty_strided_cpu((3, 256), (256, 1), torch.int64)", code)
         self.assertIn("x1<static_cast<int64_t>(256L)", code)
         self.assertEqual(code.count("floor_divide_integral("), 1)
+
+
+class Int8ToInt64CodegenTests(_ThreadsMixin, torch._dynamo.test_case.TestCase):
+    """8-bit -> int64 vectors widen through int32 on x86 (AVX2, AVX-512)."""
 
     def test_uint8_to_int64_widens_through_int32(self):
         code = self.code(lambda x: x.to(torch.int64) * 3 - 1, _image(3, 8, 64))
