@@ -16,10 +16,7 @@ import torch
 import torch.nn.functional as nnF
 from torch._dynamo.test_case import TestCase
 
-try:
-    from .tv_dispatch_model import InductorVsEagerMixin
-except ImportError:
-    from tv_dispatch_model import InductorVsEagerMixin
+from tv_dispatch_model import InductorVsEagerMixin
 
 
 def _image(*shape: int, dtype: torch.dtype = torch.uint8) -> torch.Tensor:
