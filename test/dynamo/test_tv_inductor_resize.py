@@ -103,6 +103,16 @@ class AntialiasResizeLayoutControlTests(InductorVsEagerMixin, TestCase):
         code = self.code(resized_crop_bilinear, img)
         self.assertEqual(_upsample_call_arg(code, "_upsample_bilinear2d_aa"), "reinterpret_tensor")
 
+    def test_dynamic_shapes(self):
+        # Symbolic sizes and strides: the copy's memory format is decided symbolically.
+        for img in (
+            _image(1, 3, 400, 500),
+            _image(2, 4, 400, 500).contiguous(memory_format=torch.channels_last),
+        ):
+            with self.subTest(strides=img.stride()):
+                torch._dynamo.reset()
+                self.check(resized_crop_bilinear, img, dynamic=True)
+
     def test_edge_sizes(self):
         cases = [
             ((1, 1, 9, 7), (slice(1, 8), slice(2, 6)), [1, 1], "bilinear", False),  # to one pixel
