@@ -359,30 +359,38 @@ AUDIT_CASES: dict[str, tuple[Callable, Callable[[], tuple]]] = {
 
 
 class InductorVsEagerMixin:
-    """Inductor equals eager bit for bit (values, dtype, shape, strides), and its code."""
+    """Inductor equals eager (values, dtype, shape, strides; bit for bit unless a
+    tolerance is given, None meaning assertEqual's default for the dtype), and its
+    generated code."""
 
-    def check(self, fn: Callable, *args: Any, dynamic: bool | None = None) -> None:
-        expected = fn(*args)
-        actual = torch.compile(fn, backend="inductor", fullgraph=True, dynamic=dynamic)(*args)
+    def assertMatchesEager(self, actual: Any, expected: Any, atol: float | None = 0, rtol: float | None = 0) -> None:
         if isinstance(expected, torch.Tensor):
             expected, actual = (expected,), (actual,)
         self.assertEqual(len(actual), len(expected))
         for a, e in zip(actual, expected):
+            self.assertIs(type(a), type(e))
             self.assertEqual(a.dtype, e.dtype)
             self.assertEqual(a.shape, e.shape)
             self.assertEqual(a.stride(), e.stride())
-            self.assertEqual(a, e, atol=0, rtol=0)
+            self.assertEqual(a, e, atol=atol, rtol=rtol)
 
-    def code(self, fn: Callable, *args: Any) -> str:
+    def check(
+        self, fn: Callable, *args: Any, dynamic: bool | None = None, atol: float | None = 0, rtol: float | None = 0
+    ) -> None:
+        actual = torch.compile(fn, backend="inductor", fullgraph=True, dynamic=dynamic)(*args)
+        self.assertMatchesEager(actual, fn(*args), atol=atol, rtol=rtol)
+
+    def code(
+        self, fn: Callable, *args: Any, dynamic: bool | None = None, atol: float | None = 0, rtol: float | None = 0
+    ) -> str:
         """The generated code of compiling fn (FX graph cache off), checked against eager."""
         from torch._inductor import config as inductor_config
         from torch._inductor.utils import run_and_get_code
 
+        compiled = torch.compile(fn, backend="inductor", fullgraph=True, dynamic=dynamic)
         with inductor_config.patch(fx_graph_cache=False):
-            actual, (code,) = run_and_get_code(torch.compile(fn, backend="inductor", fullgraph=True), *args)
-        expected = fn(*args)
-        self.assertEqual(actual.dtype, expected.dtype)
-        self.assertEqual(actual, expected, atol=0, rtol=0)
+            actual, (code,) = run_and_get_code(compiled, *args)
+        self.assertMatchesEager(actual, fn(*args), atol=atol, rtol=rtol)
         return code
 
 
