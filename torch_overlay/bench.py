@@ -9,7 +9,8 @@ each side reports the median of its blocks.  Each speed ratio is eager /
 inductor measured in the same process, so both sides of a ratio saw the same
 machine state.  It also reports first-call compile time, peak memory allocated
 during one call (from the profiler's memory events) and Dynamo trace time of
-the pipeline through the functionals vs through the kernels.
+the pipeline through the functionals vs through the kernels, with the number of
+Python-level calls each trace makes (the same on a quiet or a busy machine).
 """
 
 from __future__ import annotations
@@ -78,6 +79,24 @@ def _peak_bytes(fn, args) -> int:
     return peak
 
 
+def _python_calls(fn) -> int:
+    """Python-level function calls made by fn(): a measure of trace work that,
+    unlike its time, does not depend on how busy the machine is."""
+    count = 0
+
+    def profile(frame, event, arg):
+        nonlocal count
+        if event == "call":
+            count += 1
+
+    sys.setprofile(profile)
+    try:
+        fn()
+    finally:
+        sys.setprofile(None)
+    return count
+
+
 def run(threads: list[int], min_run_time: float, selected: list[str]) -> dict:
     import torch
     import torch._dynamo
@@ -130,7 +149,7 @@ def run(threads: list[int], min_run_time: float, selected: list[str]) -> dict:
 
     # Dynamo trace time, backend eager, first call in a warm process.
     image = k.make_image(torch.uint8, SIZE)
-    trace = {}
+    trace, calls = {}, {}
     for label, fn in (("functionals", k.pipeline_functionals), ("kernels", k.pipeline_kernels)):
         samples = []
         for _ in range(5):
@@ -139,7 +158,9 @@ def run(threads: list[int], min_run_time: float, selected: list[str]) -> dict:
             torch.compile(fn, backend="eager", fullgraph=True)(image)
             samples.append((time.perf_counter() - t0) * 1e3)
         trace[label] = statistics.median(samples)
-    return {"torch_file": torch.__file__, "threads": threads, "rows": rows, "trace_ms": trace}
+        torch._dynamo.reset()
+        calls[label] = _python_calls(lambda fn=fn: torch.compile(fn, backend="eager", fullgraph=True)(image))
+    return {"torch_file": torch.__file__, "threads": threads, "rows": rows, "trace_ms": trace, "trace_calls": calls}
 
 
 # --------------------------------------------------------------------------- driver side
@@ -196,5 +217,11 @@ def bench(overlay: Overlay, threads: list[int], min_run_time: float, selected: l
         log(
             f"dynamo trace time, pipeline, backend eager ({label}): functionals {tr['functionals']:.1f} ms, "
             f"kernels {tr['kernels']:.1f} ms, ratio {tr['functionals'] / tr['kernels']:.2f}x"
+        )
+    for label, side in (("base", base), ("patched", patched)):
+        tc = side["trace_calls"]
+        log(
+            f"dynamo trace work, pipeline, Python calls ({label}): functionals {tc['functionals']}, "
+            f"kernels {tc['kernels']}, ratio {tc['functionals'] / tc['kernels']:.2f}x"
         )
     return ok
