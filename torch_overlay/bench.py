@@ -79,30 +79,13 @@ def _peak_bytes(fn, args) -> int:
     return peak
 
 
-def _python_calls(fn) -> int:
-    """Python-level function calls made by fn(): a measure of trace work that,
-    unlike its time, does not depend on how busy the machine is."""
-    count = 0
-
-    def profile(frame, event, arg):
-        nonlocal count
-        if event == "call":
-            count += 1
-
-    sys.setprofile(profile)
-    try:
-        fn()
-    finally:
-        sys.setprofile(None)
-    return count
-
-
 def run(threads: list[int], min_run_time: float, selected: list[str]) -> dict:
     import torch
     import torch._dynamo
     import torch.utils.benchmark as benchmark
 
     cases, k = _cases()
+    import tv_dispatch_model as m  # on the path now, see _cases
     if selected:
         cases = {n: c for n, c in cases.items() if any(s in n for s in selected)}
     all_threads = torch.get_num_threads()
@@ -159,7 +142,7 @@ def run(threads: list[int], min_run_time: float, selected: list[str]) -> dict:
             samples.append((time.perf_counter() - t0) * 1e3)
         trace[label] = statistics.median(samples)
         torch._dynamo.reset()
-        calls[label] = _python_calls(lambda fn=fn: torch.compile(fn, backend="eager", fullgraph=True)(image))
+        calls[label], _ = m.python_calls(torch.compile(fn, backend="eager", fullgraph=True), image)
     return {"torch_file": torch.__file__, "threads": threads, "rows": rows, "trace_ms": trace, "trace_calls": calls}
 
 

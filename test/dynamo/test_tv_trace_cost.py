@@ -11,7 +11,6 @@ a handful of Python frames, not one per MOD_INLINELIST entry.
 """
 
 import builtins
-import sys
 import unittest.mock
 
 import torch
@@ -19,45 +18,28 @@ import torch._dynamo
 from torch._dynamo import trace_rules
 from torch._dynamo.test_case import run_tests, TestCase
 
-
-def _h0(x):
-    return x + 0
+from tv_dispatch_model import python_calls
 
 
-def _h1(x):
-    return x + 1
+def _adder(k):
+    def add(x):
+        return x + k
+
+    return add
 
 
-def _h2(x):
-    return x + 2
-
-
-def _h3(x):
-    return x + 3
-
-
-def _h4(x):
-    return x + 4
-
-
-def _h5(x):
-    return x + 5
-
-
-def _h6(x):
-    return x + 6
-
-
-def _h7(x):
-    return x + 7
+# Distinct function objects, each wrapped on its own when a compiled frame reads it.
+_HELPERS = tuple(_adder(k) for k in range(8))
 
 
 def _calls_one(x):
-    return _h0(x)
+    return _HELPERS[0](x)
 
 
 def _calls_eight(x):
-    return _h7(_h6(_h5(_h4(_h3(_h2(_h1(_h0(x))))))))
+    for helper in _HELPERS:
+        x = helper(x)
+    return x
 
 
 def _classes_built_while_compiling(fn, *args) -> int:
@@ -96,29 +78,13 @@ class VariableBuilderRegressionTests(TestCase):
         self.assertEqual(torch.compile(_calls_eight, backend="eager", fullgraph=True)(x), _calls_eight(x))
 
 
-def _python_frames(fn, *args) -> tuple[int, object]:
-    frames = 0
-
-    def profile(frame, event, arg):
-        nonlocal frames
-        if event == "call":
-            frames += 1
-
-    sys.setprofile(profile)
-    try:
-        result = fn(*args)
-    finally:
-        sys.setprofile(None)
-    return frames, result
-
-
 class TraceRulesFileCheckTests(TestCase):
     """check_file on a user file runs a few Python frames, not one per MOD_INLINELIST
     entry and a pathlib round trip."""
 
     def test_user_file_check_runs_few_python_frames(self):
         trace_rules.check_file(__file__, is_inlined_call=True)  # fill the caches
-        frames, result = _python_frames(trace_rules.check_file, __file__, True)
+        frames, result = python_calls(trace_rules.check_file, __file__, True)
         self.assertEqual((result.skipped, result.reason), (False, "inlined by default"))
         self.assertLessEqual(frames, 10)
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import functools
 import math
 import numbers
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -356,6 +357,24 @@ AUDIT_CASES: dict[str, tuple[Callable, Callable[[], tuple]]] = {
 
 
 # --------------------------------------------------------------------------- test helpers
+
+
+def python_calls(fn: Callable, *args: Any) -> tuple[int, Any]:
+    """fn(*args) and the number of Python-level calls it made: a measure of
+    Dynamo's work that, unlike its time, does not depend on the machine's load."""
+    calls = 0
+
+    def profile(frame: Any, event: str, arg: Any) -> None:
+        nonlocal calls
+        if event == "call":
+            calls += 1
+
+    sys.setprofile(profile)
+    try:
+        result = fn(*args)
+    finally:
+        sys.setprofile(None)
+    return calls, result
 
 
 class InductorVsEagerMixin:
