@@ -5,20 +5,28 @@ A call through a torchvision v2 functional reads about a dozen functions Dynamo 
 not seen in that frame: the functional, ``_get_kernel``, the registry's keys and
 kernels, the logging helper.  Each one is wrapped by VariableBuilder and looked up in
 the trace rules, so a fixed cost per function is paid many times per functional.
-These tests pin two such costs away, counted deterministically rather than timed:
-wrapping a value builds no classes, and deciding whether to inline a user file runs
-a handful of Python frames, not one per MOD_INLINELIST entry.
+These tests pin such costs away, counted deterministically rather than timed:
+wrapping a value builds no classes, deciding whether to inline a user file runs a
+handful of Python frames, not one per MOD_INLINELIST entry, and a guard installed
+again (the registry's key class, hashed at every ``cls in registry``) is kept and
+built once.
 """
 
 import builtins
+import collections
+import functools
 import unittest.mock
 
 import torch
 import torch._dynamo
 from torch._dynamo import trace_rules
+from torch._dynamo.guards import GuardBuilder
+from torch._dynamo.source import GlobalSource
 from torch._dynamo.test_case import run_tests, TestCase
+from torch._guards import Guard, GuardsSet
 
-from tv_dispatch_model import python_calls
+from tv_dispatch_model import make_image, python_calls
+from tv_model_kernels import pipeline_functionals
 
 
 def _adder(k):
@@ -108,6 +116,94 @@ class TraceRulesFileCheckRegressionTests(TestCase):
     def test_posix_path_keeps_trailing_separator(self):
         self.assertEqual(trace_rules._as_posix_path("/a/b/../c/"), "/a/c/")
         self.assertEqual(trace_rules._as_posix_path("/a/./c"), "/a/c")
+
+
+def _double(x):
+    return x * 2
+
+
+def _negate(x):
+    return -x
+
+
+_REGISTRY = {torch.Tensor: _double, int: _negate}
+
+
+def _dispatch_by_mro(x):
+    # torchvision's _get_kernel: every `cls in registry` hashes the class.
+    for cls in type(x).__mro__:
+        if cls in _REGISTRY:
+            x = _REGISTRY[cls](x)
+            break
+    if torch.Tensor in _REGISTRY:
+        x = x + 1
+    return x
+
+
+def _compile_and_export_guards(fn, *args):
+    exported = []
+    torch._dynamo.reset()
+    compiled = torch._dynamo.optimize(
+        "eager", nopython=True, guard_export_fn=lambda guards: exported.append(list(guards))
+    )(fn)
+    result = compiled(*args)
+    (guards,) = exported
+    return guards, result
+
+
+def _repeated_guards(guards):
+    # Keyed the way GuardsSet.add means to deduplicate: what is checked, by which builder.
+    counts = collections.Counter((g.originating_source, g.create_fn) for g in guards)
+    return sorted(f"{g_fn.__name__} {source.name}" for (source, g_fn), n in counts.items() if n > 1)
+
+
+class GuardsSetDedupTests(TestCase):
+    """A guard installed again is not stored or built again."""
+
+    def test_adding_an_equal_guard_again_keeps_one(self):
+        guards = GuardsSet()
+        guards.add(Guard(GlobalSource("torch"), GuardBuilder.MODULE_MATCH))
+        guards.add(Guard(GlobalSource("torch"), GuardBuilder.MODULE_MATCH))
+        self.assertEqual(len(guards), 1)
+
+    def test_class_key_hashed_repeatedly_is_guarded_once(self):
+        x = torch.ones(3)
+        guards, result = _compile_and_export_guards(_dispatch_by_mro, x)
+        self.assertEqual(result, _dispatch_by_mro(x))
+        self.assertEqual(_repeated_guards(guards), [])
+
+    def test_dispatch_pipeline_installs_each_guard_once(self):
+        image = make_image(torch.uint8, (3, 32, 40))
+        guards, result = _compile_and_export_guards(pipeline_functionals, image)
+        self.assertEqual(result, pipeline_functionals(image))
+        self.assertEqual(_repeated_guards(guards), [])
+
+
+class GuardsSetDedupRegressionTests(TestCase):
+    """Guards that check different things stay apart, and a re-registered kernel
+    is still seen."""
+
+    def test_different_checks_stay_apart(self):
+        guards = GuardsSet()
+        guards.add(Guard(GlobalSource("torch"), GuardBuilder.MODULE_MATCH))
+        guards.add(Guard(GlobalSource("torch"), GuardBuilder.ID_MATCH))
+        guards.add(Guard(GlobalSource("math"), GuardBuilder.MODULE_MATCH))
+        # A partial compares by identity, as it always has.
+        guards.add(Guard(GlobalSource("torch"), functools.partial(GuardBuilder.HASATTR, attr="Tensor")))
+        guards.add(Guard(GlobalSource("torch"), functools.partial(GuardBuilder.HASATTR, attr="Tensor")))
+        self.assertEqual(len(guards), 5)
+
+    def test_kernel_registered_later_is_seen(self):
+        x = torch.ones(3)
+        torch._dynamo.reset()
+        compiled = torch.compile(_dispatch_by_mro, backend="eager", fullgraph=True)
+        self.assertEqual(compiled(x), _dispatch_by_mro(x))
+        try:
+            _REGISTRY[torch.Tensor] = _negate
+            self.assertEqual(compiled(x), _dispatch_by_mro(x))
+            self.assertEqual(compiled(x), torch.full((3,), 0.0))
+        finally:
+            _REGISTRY[torch.Tensor] = _double
 
 
 if __name__ == "__main__":
