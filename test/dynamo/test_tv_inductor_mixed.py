@@ -7,13 +7,17 @@ preprocessing pipeline (horizontal_flip -> to_dtype -> normalize).
 These kernels mix 8-bit and float values, so they are tiled at the float
 vector width and their 8-bit loads fill a quarter of a Vectorized<uint8_t>.
 The codegen tests pin the one-instruction quarter-width load for them (no
-partial ``loadu(ptr, count)``, which goes through a temporary buffer on AVX2);
-the other tests check that compiled equals eager exactly, in values and dtype,
-at edge sizes and for non-contiguous inputs.
+partial ``loadu(ptr, count)``, which goes through a temporary buffer on AVX2),
+and, for a flipped image on AVX2, a reversed load of the eight bytes at once
+instead of a byte-by-byte gather; the other tests check that compiled equals
+eager exactly, in values and dtype, at edge sizes and for non-contiguous inputs.
 """
+
+import unittest
 
 import torch
 import torch._dynamo.test_case
+from torch._inductor import cpu_vec_isa
 
 from tv_dispatch_model import InductorVsEagerMixin
 
@@ -38,6 +42,14 @@ def _flip_to_float_normalize(x):
     mean = torch.as_tensor(MEAN, dtype=out.dtype).view(-1, 1, 1)
     std = torch.as_tensor(STD, dtype=out.dtype).view(-1, 1, 1)
     return (out - mean) / std
+
+
+def _flip_to_float(x):
+    return x.flip(-1).to(torch.float32) * 0.5
+
+
+def _flip_both_to_float_normalize(x):
+    return _flip_to_float_normalize(x.flip(-2))
 
 
 def _mixed_uint8_math(x, y):
@@ -72,10 +84,40 @@ class InductorMixedUint8FloatCodegenTests(
 
     def test_flip_to_float_normalize_uses_quarter_width_load(self):
         code = self.code(_flip_to_float_normalize, _image(3, 8, 512))
-        # the reversed uint8 load is gathered into a buffer, which is then
-        # loaded at quarter width, not with loadu(tmpbuf, 8)
-        self.assertIn("Vectorized<uint8_t>::loadu_one_fourth(tmpbuf.data())", code)
+        # the reversed uint8 load is assembled in a local buffer (gathered, or
+        # byte-swapped on AVX2), which is then loaded at quarter width, not with
+        # loadu(tmpbuf, 8)
+        self.assertRegex(
+            code, r"Vectorized<uint8_t>::loadu_one_fourth\((tmpbuf\.data\(\)|&tmpbuf)\)"
+        )
         self.assertNotIn("Vectorized<uint8_t>::loadu(tmpbuf.data(), ", code)
+
+
+@unittest.skipUnless(
+    type(cpu_vec_isa.pick_vec_isa()) is cpu_vec_isa.VecAVX2,
+    "the byte-swapped reversed load is AVX2's eight-lane quarter vector",
+)
+class InductorReversedQuarterLoadCodegenTests(
+    _CompiledVsEager, torch._dynamo.test_case.TestCase
+):
+    # horizontal_flip -> to_dtype: the uint8 load has stride -1 along the tiling
+    # dim and fills a quarter of its vector.
+
+    def _assert_reversed_block_load(self, code, cpp_type):
+        # one 8-byte load of the block, byte-swapped, loaded at quarter width ...
+        self.assertIn("std::memcpy(&tmpbuf, in_ptr0 + ", code)
+        self.assertIn(f"Vectorized<{cpp_type}>::loadu_one_fourth(&tmpbuf)", code)
+        # ... instead of a gather of one byte per lane into a buffer
+        self.assertNotRegex(code, r"tmpbuf\[\w+\] = in_ptr0\[")
+
+    def test_flip_to_float_normalize(self):
+        x = _image(3, 8, 512)
+        # code() also checks the output against eager
+        self._assert_reversed_block_load(self.code(_flip_to_float_normalize, x), "uint8_t")
+
+    def test_int8_flip_to_float(self):
+        x = _image(2, 4, 64, dtype=torch.int8)
+        self._assert_reversed_block_load(self.code(_flip_to_float, x), "int8_t")
 
 
 class InductorMixedUint8FloatCorrectnessTests(
@@ -101,6 +143,12 @@ class InductorMixedUint8FloatCorrectnessTests(
 
     def test_int8_to_float(self):
         self.check(_to_float, _image(2, 3, 70, dtype=torch.int8))
+
+    def test_flips_to_float(self):
+        for width in (8, 16, 37, 224):
+            with self.subTest(width=width):
+                self.check(_flip_to_float, _image(2, 3, width, dtype=torch.int8))
+                self.check(_flip_both_to_float_normalize, _image(3, 5, width))
 
     def test_mixed_uint8_math(self):
         x = _image(3, 4, 67)
