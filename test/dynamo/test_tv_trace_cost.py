@@ -154,7 +154,7 @@ def _compile_and_export_guards(fn, *args):
 def _repeated_guards(guards):
     # Keyed the way GuardsSet.add means to deduplicate: what is checked, by which builder.
     counts = collections.Counter((g.originating_source, g.create_fn) for g in guards)
-    return sorted(f"{g_fn.__name__} {source.name}" for (source, g_fn), n in counts.items() if n > 1)
+    return sorted(f"{g.create_fn_name()} {g.name}" for g in guards if counts[g.originating_source, g.create_fn] > 1)
 
 
 class GuardsSetDedupTests(TestCase):
@@ -180,8 +180,8 @@ class GuardsSetDedupTests(TestCase):
 
 
 class GuardsSetDedupRegressionTests(TestCase):
-    """Guards that check different things stay apart, and a re-registered kernel
-    is still seen."""
+    """Guards that check different things stay apart, and a kernel replaced in the
+    registry after compiling is still seen."""
 
     def test_different_checks_stay_apart(self):
         guards = GuardsSet()
@@ -193,7 +193,7 @@ class GuardsSetDedupRegressionTests(TestCase):
         guards.add(Guard(GlobalSource("torch"), functools.partial(GuardBuilder.HASATTR, attr="Tensor")))
         self.assertEqual(len(guards), 5)
 
-    def test_kernel_registered_later_is_seen(self):
+    def test_kernel_replaced_after_compiling_is_seen(self):
         x = torch.ones(3)
         torch._dynamo.reset()
         compiled = torch.compile(_dispatch_by_mro, backend="eager", fullgraph=True)
