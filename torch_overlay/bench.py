@@ -7,7 +7,11 @@ inductor, at 1 thread and at all threads, with ``torch.utils.benchmark``
 (``blocked_autorange``), in short blocks that alternate between the two sides;
 each side reports the median of its blocks.  Each speed ratio is eager /
 inductor measured in the same process, so both sides of a ratio saw the same
-machine state.  It also reports first-call compile time, peak memory allocated
+machine state.  Next to each compiled time it gives the time of the generated
+code alone: the ``call`` function of Inductor's output module, run on inputs of
+the graph's shapes, i.e. the kernels without Dynamo's frame wrapper, guard check
+and the AOT / Inductor runtime wrappers; the difference is the fixed cost of a
+compiled call.  It also reports first-call compile time, peak memory allocated
 during one call (from the profiler's memory events) and Dynamo trace time of
 the pipeline through the functionals vs through the kernels, with the number of
 Python-level calls each trace makes (the same on a quiet or a busy machine).
@@ -79,10 +83,23 @@ def _peak_bytes(fn, args) -> int:
     return peak
 
 
+def _generated_code_call(codes: list[str]):
+    """A no-argument callable running the generated module's ``call`` on inputs of
+    the graph's shapes (the module's own ``get_args``), or None unless the compile
+    produced exactly one module."""
+    if len(codes) != 1:
+        return None
+    namespace = {"__name__": "torch_overlay_bench_generated"}  # not __main__: no benchmark harness
+    exec(compile(codes[0], "<inductor output code>", "exec"), namespace)
+    call, inputs = namespace["call"], namespace["get_args"]()
+    return lambda: call(list(inputs))  # call() clears the list it is given
+
+
 def run(threads: list[int], min_run_time: float, selected: list[str]) -> dict:
     import torch
     import torch._dynamo
     import torch.utils.benchmark as benchmark
+    from torch._inductor.utils import run_and_get_code
 
     cases, k = _cases()
     import tv_dispatch_model as m  # on the path now, see _cases
@@ -95,19 +112,27 @@ def run(threads: list[int], min_run_time: float, selected: list[str]) -> dict:
         timer = benchmark.Timer("fn(*args)", globals={"fn": fn, "args": args}, num_threads=nthreads)
         return timer.blocked_autorange(min_run_time=seconds).median * 1e6
 
-    def eager_and_compiled_us(fn, compiled, args, nthreads) -> tuple[float, float]:
-        # Interleave the two sides in ROUNDS short blocks and take the median of
+    def eager_and_compiled_us(fn, compiled, code, args, nthreads) -> tuple[float, float, float | None]:
+        # Interleave the sides in ROUNDS short blocks and take the median of
         # each side, so that a slow phase of the machine (or of the thread pool
-        # after a change of thread count) hits both sides alike.
+        # after a change of thread count) hits them alike.
         torch.set_num_threads(nthreads)
         for _ in range(3):  # warm the thread pool and caches at this count
             fn(*args)
             compiled(*args)
-        eager, inductor = [], []
+            if code is not None:
+                code()
+        eager, inductor, code_only = [], [], []
         for _ in range(ROUNDS):
             eager.append(median_us(fn, args, nthreads, min_run_time / ROUNDS))
             inductor.append(median_us(compiled, args, nthreads, min_run_time / ROUNDS))
-        return statistics.median(eager), statistics.median(inductor)
+            if code is not None:
+                code_only.append(median_us(code, (), nthreads, min_run_time / ROUNDS))
+        return (
+            statistics.median(eager),
+            statistics.median(inductor),
+            statistics.median(code_only) if code_only else None,
+        )
 
     rows = []
     for i, (name, (fn, make_args)) in enumerate(cases.items(), 1):
@@ -117,8 +142,9 @@ def run(threads: list[int], min_run_time: float, selected: list[str]) -> dict:
         compiled = torch.compile(fn, backend="inductor", fullgraph=True)
         torch.set_num_threads(all_threads)
         t0 = time.perf_counter()
-        out = compiled(*args)
+        out, codes = run_and_get_code(compiled, *args)
         compile_s = time.perf_counter() - t0
+        code = _generated_code_call(codes)
         expected = fn(*args)
         same = out.dtype == expected.dtype and out.shape == expected.shape and torch.allclose(
             out.float(), expected.float(), atol=1.0 if out.dtype == torch.uint8 else 1e-4, rtol=1e-4
@@ -126,7 +152,9 @@ def run(threads: list[int], min_run_time: float, selected: list[str]) -> dict:
         row = {"case": name, "compile_s": compile_s, "matches_eager": bool(same),
                "peak_eager": _peak_bytes(fn, args), "peak_inductor": _peak_bytes(compiled, args)}
         for t in threads:
-            row[f"eager_us@{t}"], row[f"inductor_us@{t}"] = eager_and_compiled_us(fn, compiled, args, t)
+            row[f"eager_us@{t}"], row[f"inductor_us@{t}"], row[f"code_us@{t}"] = eager_and_compiled_us(
+                fn, compiled, code, args, t
+            )
         rows.append(row)
     torch.set_num_threads(all_threads)
 
@@ -156,8 +184,8 @@ def _collect(env: dict[str, str], args: list[str], label: str, log) -> dict:
     return run_worker("torch_overlay._bench_worker", args, env, capture=False)
 
 
-def _fmt_us(us: float) -> str:
-    return f"{us:9.1f}"
+def _fmt_us(us: float | None) -> str:
+    return "        -" if us is None else f"{us:9.1f}"
 
 
 def bench(overlay: Overlay, threads: list[int], min_run_time: float, selected: list[str], log=print) -> bool:
@@ -173,17 +201,21 @@ def bench(overlay: Overlay, threads: list[int], min_run_time: float, selected: l
     ok = True
     for t in base["threads"]:
         log("")
-        log(f"threads={t}  (medians in us; left: the BASE process, right: the overlay's; speed = eager / inductor in that process)")
         log(
-            f"{'case':<{width}} | {'eager':>9} {'inductor base':>13} {'speed':>7} | "
-            f"{'eager':>9} {'inductor patched':>16} {'speed':>7}"
+            f"threads={t}  (medians in us; left: the BASE process, right: the overlay's; speed = eager / inductor "
+            "in that process; code: the generated code alone, without the compiled call's wrappers and guards)"
+        )
+        log(
+            f"{'case':<{width}} | {'eager':>9} {'inductor base':>13} {'code':>9} {'speed':>7} | "
+            f"{'eager':>9} {'inductor patched':>16} {'code':>9} {'speed':>7}"
         )
         for b, p in zip(base["rows"], patched["rows"], strict=True):
             sb = b[f"eager_us@{t}"] / b[f"inductor_us@{t}"]
             sp = p[f"eager_us@{t}"] / p[f"inductor_us@{t}"]
             log(
                 f"{b['case']:<{width}} | {_fmt_us(b[f'eager_us@{t}'])} {_fmt_us(b[f'inductor_us@{t}']):>13} "
-                f"{sb:6.2f}x | {_fmt_us(p[f'eager_us@{t}'])} {_fmt_us(p[f'inductor_us@{t}']):>16} {sp:6.2f}x"
+                f"{_fmt_us(b.get(f'code_us@{t}'))} {sb:6.2f}x | {_fmt_us(p[f'eager_us@{t}'])} "
+                f"{_fmt_us(p[f'inductor_us@{t}']):>16} {_fmt_us(p.get(f'code_us@{t}'))} {sp:6.2f}x"
             )
     log("")
     log("first call and memory (all threads)")
