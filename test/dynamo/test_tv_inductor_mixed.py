@@ -19,16 +19,14 @@ import torch
 import torch._dynamo.test_case
 from torch._inductor import cpu_vec_isa
 
-from tv_dispatch_model import InductorVsEagerMixin
+from tv_dispatch_model import InductorVsEagerMixin, make_image
 
 
 MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
 
 
 def _image(*shape, dtype=torch.uint8):
-    g = torch.Generator().manual_seed(0)
-    info = torch.iinfo(dtype)
-    return torch.randint(info.min, info.max + 1, shape, generator=g, dtype=dtype)
+    return make_image(dtype, shape)
 
 
 def _to_float(x):

@@ -18,13 +18,11 @@ import torch
 import torch._dynamo.test_case
 from torch._inductor import config as inductor_config
 
-from tv_dispatch_model import equalize_image, InductorVsEagerMixin
+from tv_dispatch_model import equalize_image, InductorVsEagerMixin, make_image
 
 
 def _image(*shape, dtype=torch.uint8, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    info = torch.iinfo(dtype)
-    return torch.randint(info.min, info.max + 1, shape, generator=g, dtype=dtype)
+    return make_image(dtype, shape, seed)
 
 
 def _histogram(image):

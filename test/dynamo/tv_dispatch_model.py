@@ -306,11 +306,13 @@ def affine_image(
 def make_image(
     dtype: torch.dtype = torch.float32, size: tuple[int, ...] = (3, 16, 20), seed: int = 0
 ) -> torch.Tensor:
-    """A deterministic image: uint8 in [0, 255] or floating point in [0, 1)."""
+    """A deterministic image: floating point in [0, 1), an integer dtype over its
+    whole range (uint8 in [0, 255])."""
     g = torch.Generator().manual_seed(seed)
-    if dtype == torch.uint8:
-        return torch.randint(0, 256, size, dtype=torch.uint8, generator=g)
-    return torch.rand(size, generator=g, dtype=dtype)
+    if dtype.is_floating_point:
+        return torch.rand(size, generator=g, dtype=dtype)
+    info = torch.iinfo(dtype)
+    return torch.randint(info.min, info.max + 1, size, dtype=dtype, generator=g)
 
 
 class _SubTensor(torch.Tensor):
