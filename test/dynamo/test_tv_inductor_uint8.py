@@ -4,8 +4,9 @@ uint8 images through Inductor's CPU backend: elementwise kernels whose values
 are all 8-bit, and torchvision's horizontal_flip (``image.flip(-1)``).
 
 The codegen tests pin the vectorized form of the generated C++ (full-width
-8-bit loads, a reversed vector load for the flip); the other tests check that
-compiled equals eager exactly, in values and dtype, at edge sizes.
+8-bit loads, a reversed vector load for the flip, in the main loop and in the
+tail of a row); the other tests check that compiled equals eager exactly, in
+values and dtype, at edge sizes.
 """
 
 import torch
@@ -79,6 +80,77 @@ class InductorUint8VecCodegenTests(InductorVsEagerMixin, torch._dynamo.test_case
         code = self.code(_hflip, _image(3, 8, 512, dtype=torch.float64))
         self.assertIn("at::vec::VectorizedN<double,2>::loadu(", code)
         self.assertIn("at::vec::flip(tmpbuf[1 - i])", code)
+
+
+class InductorReversedTailLoadCodegenTests(InductorVsEagerMixin, torch._dynamo.test_case.TestCase):
+    # Widths whose rows end in a vectorized tail on AVX2 and AVX-512 alike: 500
+    # bytes is 15 x 32 + 20 (7 x 64 + 52), 15 floats 8 + 7 (a 15-lane tail).
+
+    def test_uint8_hflip_tail_is_a_reversed_vector_load(self):
+        code = self.code(_hflip, _image(3, 8, 500))
+        # before: the tail gathers its bytes one by one into tmpbuf
+        self.assertNotIn("tmpbuf", code)
+        # the main loop and the tail load whole vectors from the image; only a
+        # vector that would start before the image goes through the buffer
+        self.assertEqual(code.count("at::vec::flip(at::vec::Vectorized<uint8_t>::loadu(in_ptr0 + "), 2)
+        self.assertIn("std::memcpy(buffer.data() + ", code)
+        self.assertIn("at::vec::flip(at::vec::Vectorized<uint8_t>::loadu(buffer.data()))", code)
+
+    def test_float_hflip_tail_is_a_reversed_vector_load(self):
+        code = self.code(_hflip, _image(3, 8, 15, dtype=torch.float32))
+        self.assertNotIn("tmpbuf", code)
+        self.assertIn("at::vec::flip(at::vec::Vectorized<float>::loadu(buffer.data()))", code)
+
+    def test_dynamic_width_tail_is_a_reversed_vector_load(self):
+        code = self.code(_hflip, _image(3, 8, 500), dynamic=True)
+        self.assertNotIn("tmpbuf", code)
+        self.assertIn("std::memcpy(buffer.data() + ", code)
+
+
+class InductorReversedTailTests(InductorVsEagerMixin, torch._dynamo.test_case.TestCase):
+    # A flip's tail loads whole vectors where they fit inside the input, so the
+    # lanes past the tail hold other elements of the input, not zeros: every
+    # consumer of a tail must ignore them. Widths: a lone tail that always goes
+    # through the buffer (17, 31), one full vector plus a tail whose first row
+    # does (50), and the issue's 500.
+
+    widths = (17, 31, 50, 500)
+
+    def test_flip_tails_edge_widths(self):
+        for dtype in (torch.uint8, torch.int8, torch.int32, torch.float32):
+            for width in self.widths:
+                with self.subTest(dtype=dtype, width=width):
+                    self.check(lambda t: (t.flip(-1), t.flip(-1) + t), _image(3, 5, width, dtype=dtype))
+
+    def test_flip_tails_reductions(self):
+        for width in self.widths:
+            with self.subTest(width=width):
+                x = _image(3, 5, width)
+                self.check(lambda t: (t.flip(-1).amax(-1), t.flip(-1).amin(-1)), x)
+                f = _image(3, 5, width, dtype=torch.float32)
+                self.check(
+                    lambda t: (t.flip(-1).sum(-1), t.flip(-1).prod(-1), t.flip(-1).argmax(-1)),
+                    f,
+                    atol=None,
+                    rtol=None,
+                )
+                self.check(lambda t: torch.var_mean(t.flip(-1), -1), f, atol=None, rtol=None)
+
+    def test_flip_tails_integer_division_and_indexing(self):
+        for width in self.widths:
+            with self.subTest(width=width):
+                a = _image(3, 5, width, dtype=torch.int32)
+                b = torch.randint(1, 9, (3, 5, width), generator=torch.Generator().manual_seed(1), dtype=torch.int32)
+                self.check(lambda x, y: x.flip(-1) // y.flip(-1), a, b)
+                index = torch.randint(0, 7, (3, 5, width), generator=torch.Generator().manual_seed(2))
+                table = _image(7, dtype=torch.float32)
+                self.check(lambda t, i: t[i.flip(-1)], table, index)
+
+    def test_flip_tails_dynamic_shapes(self):
+        for width in self.widths:
+            with self.subTest(width=width):
+                self.check(_hflip, _image(3, 4, width), dynamic=True)
+                self.check(_hflip, _image(3, 4, width, dtype=torch.float32), dynamic=True)
 
 
 class InductorUint8ReductionTests(InductorVsEagerMixin, torch._dynamo.test_case.TestCase):
