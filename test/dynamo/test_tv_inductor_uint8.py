@@ -84,7 +84,8 @@ class InductorUint8VecCodegenTests(InductorVsEagerMixin, torch._dynamo.test_case
 
 class InductorReversedTailLoadCodegenTests(InductorVsEagerMixin, torch._dynamo.test_case.TestCase):
     # Widths whose rows end in a vectorized tail on AVX2 and AVX-512 alike: 500
-    # bytes is 15 x 32 + 20 (7 x 64 + 52), 15 floats 8 + 7 (a 15-lane tail).
+    # bytes are 15 x 32 + 20 (7 x 64 + 52); 15 floats are 8 + 7 (on AVX-512, a
+    # 15-lane tail alone).
 
     def test_uint8_hflip_tail_is_a_reversed_vector_load(self):
         code = self.code(_hflip, _image(3, 8, 500))
