@@ -111,9 +111,10 @@ class InductorReversedTailLoadCodegenTests(InductorVsEagerMixin, torch._dynamo.t
 class InductorReversedTailTests(InductorVsEagerMixin, torch._dynamo.test_case.TestCase):
     # A flip's tail loads whole vectors where they fit inside the input, so the
     # lanes past the tail hold other elements of the input, not zeros: every
-    # consumer of a tail must ignore them. Widths: a lone tail that always goes
-    # through the buffer (17, 31), one full vector plus a tail whose first row
-    # does (50), and the 500.
+    # consumer of a tail must ignore them. Widths (for uint8 on AVX2): rows
+    # shorter than a vector, whose tails read into the row before (17, 31), one
+    # full vector plus a tail (50), and the 500; in each, the first
+    # row's tail has no row before it and goes through the buffer.
 
     widths = (17, 31, 50, 500)
 
