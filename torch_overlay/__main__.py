@@ -10,7 +10,7 @@ import textwrap
 from pathlib import Path
 
 from . import checkout, overlay
-from ._series import Series
+from ._series import REPO_ROOT, Series
 from ._torch import find_installed_torch
 from .errors import OverlayError
 
@@ -46,9 +46,17 @@ def cmd_status(args) -> int:
         state = "applies" if r.applied else f"DOES NOT APPLY: {r.error}"
         print(f"  {i}. {r.patch.name}: {state}")
     entry, _ = overlay.entry_path(torch, series)
-    built = overlay.is_built(torch, series)
-    print(f"        overlay: {entry} ({'built' if built else 'not built yet; `build` or `run` builds it'})")
-    return 0 if all(r.applied for r in results) and version_ok else 1
+    applies = all(r.applied for r in results)
+    if overlay.is_built(torch, series):
+        state = "built"
+    elif not applies:
+        state = "cannot be built until every patch applies"
+    elif not version_ok:
+        state = "not built; the installed torch is not BASE (`build --force` tries anyway)"
+    else:
+        state = "not built yet; `build` or `run` builds it"
+    print(f"        overlay: {entry} ({state})")
+    return 0 if applies and version_ok else 1
 
 
 def cmd_build(args) -> int:
@@ -72,6 +80,20 @@ def cmd_run(args) -> int:
     except PermissionError:
         _err(f"torch_overlay: permission denied: {cmd[0]}")
         return 126
+
+
+def cmd_clean(args) -> int:
+    keep = None
+    if not args.all:
+        series = _load(args)
+        torch = find_installed_torch()
+        keep, _ = overlay.entry_path(torch, series)
+    removed = overlay.clean(keep)
+    for path in removed:
+        print(f"removed {path}")
+    kept = f"; kept {keep}" if keep is not None and keep.exists() else ""
+    print(f"clean: {len(removed)} cache entr{'y' if len(removed) == 1 else 'ies'} removed from {overlay.cache_dir()}{kept}")
+    return 0
 
 
 def cmd_apply(args) -> int:
@@ -120,16 +142,22 @@ def cmd_base_tree(args) -> int:
 
 
 def _test_paths(args) -> list[str]:
-    paths = ["test/dynamo"]
-    if args.checkout:
-        root = Path(args.checkout).resolve()
-        for f in args.upstream:
-            p = (root / f) if not Path(f).is_absolute() else Path(f)
-            if not p.exists():
-                raise OverlayError(f"upstream test file not found: {p}")
-            paths.append(str(p))
-    elif args.upstream:
-        raise OverlayError("upstream test files need --checkout PATH to say where they live")
+    """The suite's test paths: each resolved against the cwd, this repo, then --checkout."""
+    from .suite import default_test_paths
+
+    if args.checkout and not Path(args.checkout).is_dir():
+        raise OverlayError(f"--checkout {args.checkout}: no such directory")
+    if not args.paths:
+        return default_test_paths()
+    roots = [Path.cwd(), REPO_ROOT] + ([Path(args.checkout)] if args.checkout else [])
+    paths = []
+    for f in args.paths:
+        found = next((r / f for r in roots if (r / f).exists()), None)
+        if found is None:
+            where = ", ".join(str(r) for r in dict.fromkeys(roots))
+            hint = "" if args.checkout else " (an upstream file? say where with --checkout PATH)"
+            raise OverlayError(f"test path not found: {f} (looked in {where}){hint}")
+        paths.append(str(found.resolve()))
     return paths
 
 
@@ -142,21 +170,27 @@ def cmd_suite(args) -> int:
         _err("running against BASE (unpatched torch)")
     else:
         env = overlay.child_env(_ensure(args))
-    code, _, _ = run_pytest(paths, env, args.pytest_args)
-    return code
+    return run_pytest(paths, env, args.pytest_args).code
 
 
 def cmd_test(args) -> int:
     from .suite import verify
 
+    from .suite import default_test_paths, run_tooling_tests
+
     series = _load(args)
+    if not args.paths and not args.skip_tooling:
+        _err("== the tooling's own tests ==")
+        if not run_tooling_tests(log=lambda m: print(m, flush=True)):
+            _err("the tooling's own tests failed (output above)")
+            return 1
     if not args.skip_check:
         _err("== drift check: apply to a base tree, re-export, compare ==")
         rc = cmd_check(args)
         if rc:
             return rc
     _err("== failing-first suite ==")
-    paths = args.paths or ["test/dynamo"]
+    paths = args.paths or default_test_paths()
     ok = verify(series, _ensure(args), paths, args.pytest_args, log=lambda m: print(m, flush=True))
     return 0 if ok else 1
 
@@ -249,6 +283,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD ARGS")
     p.set_defaults(func=cmd_run)
 
+    p = sub.add_parser("clean", parents=[common], help="remove cache entries other than the current one, and abandoned builds")
+    p.add_argument("--all", action="store_true", help="remove the current entry too")
+    p.set_defaults(func=cmd_clean)
+
     p = sub.add_parser("apply", parents=[common], help="git am the series (with its tests) onto a new branch of a pytorch checkout")
     p.add_argument("checkout", help="path to a clean pytorch checkout at BASE or a descendant")
     p.add_argument("--branch", default="torch-overlay", help="the new branch (default: %(default)s)")
@@ -268,15 +306,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_base_tree)
 
     p = sub.add_parser("suite", parents=[common], help="run test/dynamo (+ upstream files from a checkout) against the patched torch")
-    p.add_argument("upstream", nargs="*", help="upstream test files, relative to --checkout (e.g. test/dynamo/test_functions.py)")
-    p.add_argument("--checkout", help="pytorch checkout the upstream test files come from")
+    p.add_argument("paths", nargs="*", metavar="PATH",
+                   help="test files or directories: this repo's (e.g. test/dynamo/test_tv_mro.py) or, with "
+                   "--checkout, upstream's (e.g. test/dynamo/test_functions.py); default: this repo's suite")
+    p.add_argument("--checkout", help="a pytorch checkout to resolve PATHs in that are not this repo's")
     p.add_argument("--base", action="store_true", help="run against the unpatched torch instead")
     p.add_argument("--pytest-args", default=[], type=shlex.split, help="extra pytest arguments, one quoted string")
     p.set_defaults(func=cmd_suite)
 
-    p = sub.add_parser("test", parents=[common], help="CI: drift check, then the suite on BASE and patched with the failing-first rule")
-    p.add_argument("paths", nargs="*", help="test files or directories, relative to the repo root (default: test/dynamo)")
+    p = sub.add_parser("test", parents=[common], help="CI: the tooling's tests, the drift check, then the suite on BASE and patched, failing-first")
+    p.add_argument("paths", nargs="*", help="test files or directories, relative to the repo root "
+                   "(default: test/dynamo and test/torchvision, after test/tooling)")
     p.add_argument("--skip-check", action="store_true", help="skip the drift check")
+    p.add_argument("--skip-tooling", action="store_true", help="skip the tooling's own tests (test/tooling)")
     p.add_argument("--pytest-args", default=[], type=shlex.split, help="extra pytest arguments, one quoted string")
     p.set_defaults(func=cmd_test)
 

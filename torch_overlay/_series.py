@@ -167,6 +167,6 @@ class Series:
             if which in (p.name, p.name.removesuffix(".patch")):
                 return p
         raise OverlayError(
-            f"no patch {which!r}; the series has "
-            + ", ".join(f"{i}: {p.name}" for i, p in enumerate(self.patches, 1))
+            f"no patch {which!r}: give a number from 1 to {len(self.patches)} or a file name "
+            f"from {self.dir / 'series'} (`python -m torch_overlay status` lists them)"
         )

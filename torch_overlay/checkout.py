@@ -139,6 +139,11 @@ def apply(
             proc = _git.git("am", "-q", "--keep", str(patch.path), cwd=checkout, check=False, env=env)
             if proc.returncode != 0:
                 _git.git("am", "--abort", cwd=checkout, check=False)
+                if _applies_in_reverse(checkout, patch):
+                    raise OverlayError(
+                        f"{patch.name} is already in {checkout} (it applies in reverse at "
+                        f"{start}): the series, or this patch, is already applied; nothing was changed"
+                    )
                 why = "\n".join(
                     line for line in proc.stderr.decode().splitlines() if not line.startswith("hint:")
                 )
@@ -174,6 +179,11 @@ def apply(
         _git.git("branch", "-q", "-D", branch, cwd=checkout, check=False)
         raise
     log(f"applied {len(series.patches)} patch(es) to {checkout} on branch {branch}")
+
+
+def _applies_in_reverse(checkout: Path, patch) -> bool:
+    proc = _git.git("apply", "--check", "--reverse", str(patch.path), cwd=checkout, check=False)
+    return proc.returncode == 0
 
 
 def _copy_tests(checkout: Path, files: list[str]) -> bool:

@@ -27,6 +27,7 @@ import re
 import shutil
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from . import _git
@@ -36,6 +37,7 @@ from .errors import OverlayError
 
 FORMAT = 1  # bump when the layout of a cache entry changes
 METADATA = "overlay.json"
+BUILD_PREFIX = ".build-"  # a build in progress (or one whose process died)
 
 
 def cache_dir() -> Path:
@@ -189,11 +191,9 @@ def ensure(
     if _valid_entry(final, key):
         return Overlay(final, torch, series, built=False)
 
-    root.mkdir(parents=True, exist_ok=True)
+    tmp = _new_build_dir(root)
     if log:
         log(f"building overlay for torch {torch.version} with {len(series.patches)} patch(es) in {final}")
-    tmp = Path(tempfile.mkdtemp(prefix=".build-", dir=root))
-    os.chmod(tmp, 0o755)  # mkdtemp makes it private; the entry is an ordinary package tree
     try:
         _shadow_tree(tmp, torch, series.patched_files())
         results = apply_series(tmp, series.patches, keep_going=force)
@@ -223,10 +223,63 @@ def ensure(
                 raise
             shutil.rmtree(tmp, ignore_errors=True)
             return Overlay(final, torch, series, built=False)
-    except BaseException:
+    except BaseException as e:
         shutil.rmtree(tmp, ignore_errors=True)
+        if isinstance(e, OSError):
+            raise _cache_error(root, e) from None
         raise
     return Overlay(final, torch, series, built=True)
+
+
+def clean(keep: Path | None, *, stale_build_seconds: float = 3600.0) -> list[Path]:
+    """Remove cache entries other than ``keep``, and abandoned builds; return what was removed.
+
+    An entry is a directory holding ``overlay.json``; anything else in the cache
+    directory is left alone.  A build in progress is a ``.build-*`` directory: it
+    is removed only when untouched for ``stale_build_seconds`` (its builder died).
+    """
+    root = cache_dir()
+    if not root.is_dir():
+        return []
+    removed = []
+    now = time.time()
+    for child in sorted(root.iterdir()):
+        if keep is not None and child.resolve() == keep.resolve():
+            continue
+        if child.name.startswith(BUILD_PREFIX):
+            if now - child.stat().st_mtime < stale_build_seconds:
+                continue
+        elif not (child / METADATA).is_file():
+            continue
+        # Move it aside first, so no process ever sees a half-deleted entry.
+        trash = root / f"{BUILD_PREFIX}trash-{child.name}-{os.getpid()}"
+        try:
+            os.rename(child, trash)
+            shutil.rmtree(trash)
+        except OSError as e:
+            raise _cache_error(root, e) from None
+        removed.append(child)
+    return removed
+
+
+def _cache_error(root: Path, e: OSError) -> OverlayError:
+    why = e.strerror or type(e).__name__
+    where = e.filename or root
+    return OverlayError(
+        f"cannot write the overlay cache {root} ({why}: {where}); "
+        "set TORCH_OVERLAY_CACHE to a writable directory"
+    )
+
+
+def _new_build_dir(root: Path) -> Path:
+    """A private scratch directory inside the cache, or one clear error if the cache is unusable."""
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=BUILD_PREFIX, dir=root))
+    except OSError as e:
+        raise _cache_error(root, e) from None
+    os.chmod(tmp, 0o755)  # mkdtemp makes it private; the entry is an ordinary package tree
+    return tmp
 
 
 def _valid_entry(path: Path, key: str) -> bool:

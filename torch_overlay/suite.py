@@ -60,10 +60,18 @@ def run_worker(module: str, args: list[str], env: dict[str, str], *, capture: bo
         return json.loads(out.read_text())
 
 
+@dataclasses.dataclass
+class PytestRun:
+    code: int
+    outcomes: dict[str, str]  # nodeid -> passed / failed / skipped / error
+    errors: dict[str, str]  # module that failed to collect -> its error's last line
+    output: str  # captured output (empty unless capture=True)
+
+
 def run_pytest(
     paths: list[str], env: dict[str, str], extra: list[str] = (), *, capture: bool = False
-) -> tuple[int, dict[str, str], str]:
-    """Run pytest in a child process; return (exit code, nodeid -> outcome, captured output)."""
+) -> PytestRun:
+    """Run pytest in a child process and read back each test's outcome."""
     with tempfile.TemporaryDirectory() as tmp:
         report = Path(tmp) / "report.json"
         # The repo root must be importable for the reporting plugin.
@@ -73,8 +81,8 @@ def run_pytest(
             cmd, cwd=REPO_ROOT, env=env, text=True,
             stdout=subprocess.PIPE if capture else None, stderr=subprocess.STDOUT if capture else None,
         )
-        outcomes = json.loads(report.read_text()) if report.exists() else {}
-    return proc.returncode, outcomes, proc.stdout or ""
+        data = json.loads(report.read_text()) if report.exists() else {}
+    return PytestRun(proc.returncode, data.get("outcomes", {}), data.get("errors", {}), proc.stdout or "")
 
 
 def owner(nodeid: str, patches: tuple[Patch, ...]) -> Patch | None:
@@ -145,16 +153,78 @@ def report(series: Series, verdicts: list[Verdict], problems: list[str], out=pri
     return n_bad == 0 and bool(verdicts)
 
 
+TEST_DIRS = ("test/dynamo", "test/torchvision")
+TOOLING_TESTS = "test/tooling"
+
+# What the suite imports besides torch; a fresh environment without the test
+# extras lacks some of these (torch's own test helpers import numpy).
+_PREFLIGHT = """\
+import expecttest, hypothesis, pytest
+import torch.testing._internal.common_utils
+"""
+_PREFLIGHT_TORCHVISION = """\
+from torch_overlay.torchvision_env import import_torchvision
+import_torchvision()
+"""
+INSTALL_HINT = "install the test extras: pip install -e '.[test]'"
+
+
+def default_test_paths() -> list[str]:
+    return [d for d in TEST_DIRS if (REPO_ROOT / d).is_dir()]
+
+
+def _broken(cause: str) -> OverlayError:
+    return OverlayError(f"the test environment is broken: {cause} ({INSTALL_HINT})")
+
+
+def preflight(env: dict[str, str], paths: list[str]) -> None:
+    """Import what the suite needs in a child with ``env``; one clear error if that fails."""
+    code = _PREFLIGHT
+    if any(p.rstrip("/").startswith("test/torchvision") for p in paths):
+        code += _PREFLIGHT_TORCHVISION
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO_ROOT, env=with_repo_on_path(env),
+        capture_output=True, text=True,
+    )
+    if proc.returncode != 0:
+        lines = [line for line in proc.stderr.splitlines() if line.strip()]
+        raise _broken(lines[-1].strip() if lines else f"exit {proc.returncode}")
+
+
+def check_collected(run: PytestRun, side: str) -> None:
+    """Stop on modules that failed to collect: the rest of the run would be noise."""
+    if run.errors:
+        module, error = next(iter(sorted(run.errors.items())))
+        more = f" (and {len(run.errors) - 1} more module(s))" if len(run.errors) > 1 else ""
+        raise OverlayError(f"the {side} run could not collect {module}: {error}{more}")
+    if not run.outcomes:
+        raise OverlayError(f"the {side} run collected no tests:\n{run.output.strip()}")
+
+
+def run_tooling_tests(log=print) -> bool:
+    """The tooling's own tests (plain pytest; no failing-first rule)."""
+    if not (REPO_ROOT / TOOLING_TESTS).is_dir():
+        return True
+    log(f"running {TOOLING_TESTS} (the tooling's own tests) ...")
+    run = run_pytest([TOOLING_TESTS], base_env(), ["-q", "-p", "no:cacheprovider"], capture=True)
+    lines = [line for line in run.output.splitlines() if line.strip()]
+    if run.code != 0:
+        log(run.output)
+        return False
+    log(f"      {lines[-1].strip('= ') if lines else 'no output'}")
+    return True
+
+
 def verify(series: Series, overlay: Overlay, paths: list[str], pytest_args: list[str], log=print) -> bool:
+    preflight(base_env(), paths)
     log(f"[1/2] running {', '.join(paths)} on BASE (unpatched torch {overlay.torch.version}); "
         "patch-owned tests are expected to fail here ...")
-    code, base, output = run_pytest(paths, base_env(), ["-q", "--tb=no", "-p", "no:cacheprovider", *pytest_args], capture=True)
-    summary = [line for line in output.splitlines() if line.strip()][-1:] or ["(no output)"]
+    base = run_pytest(paths, base_env(), ["-q", "--tb=no", "-p", "no:cacheprovider", *pytest_args], capture=True)
+    summary = [line for line in base.output.splitlines() if line.strip()][-1:] or ["(no output)"]
     log(f"      base run: {summary[0].strip('= ')}")
-    if not base:
-        log(output)
-        raise OverlayError("the base run collected no tests")
+    check_collected(base, "base")
     log(f"[2/2] running {', '.join(paths)} with the series applied (overlay {overlay.root}) ...")
-    code, patched, _ = run_pytest(paths, child_env(overlay), ["-q", "-p", "no:cacheprovider", *pytest_args])
-    verdicts, problems = failing_first(series, base, patched, paths)
+    patched = run_pytest(paths, child_env(overlay), ["-q", "-p", "no:cacheprovider", *pytest_args])
+    check_collected(patched, "patched")
+    verdicts, problems = failing_first(series, base.outcomes, patched.outcomes, paths)
     return report(series, verdicts, problems, out=log)

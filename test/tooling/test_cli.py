@@ -1,0 +1,246 @@
+"""The command line's failure modes: each ends in one line on stderr and exit 2.
+
+These are the tooling's own tests (plain pytest), run by ``python -m
+torch_overlay test`` before the drift check.  Each runs the CLI in a child
+process, the way a user does, with a deliberately broken environment.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+PATCHES = REPO / "patches"
+
+
+def run(*args, env=None, cwd=REPO, timeout=600):
+    full = dict(os.environ)
+    full.pop("TORCH_OVERLAY_ROOT", None)
+    full["PYTHONPATH"] = os.pathsep.join([str(REPO)] + [p for p in full.get("PYTHONPATH", "").split(os.pathsep) if p])
+    full.update(env or {})
+    return subprocess.run(
+        [sys.executable, "-m", "torch_overlay", *args],
+        cwd=cwd, env=full, capture_output=True, text=True, timeout=timeout,
+    )
+
+
+def assert_one_line_error(proc, *needles):
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert proc.returncode == 2, (proc.returncode, proc.stderr[-3000:])
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert len(lines) >= 1 and lines[-1].startswith("torch_overlay: error: "), proc.stderr[-3000:]
+    error = lines[-1]
+    for needle in needles:
+        assert needle in error, (needle, error)
+    return error
+
+
+def first_patches(tmp_path: Path, n: int) -> Path:
+    """A patches directory holding BASE and the first ``n`` patches of the series."""
+    dest = tmp_path / "patches"
+    dest.mkdir()
+    names = [line.strip() for line in (PATCHES / "series").read_text().splitlines() if line.strip()][:n]
+    shutil.copy(PATCHES / "BASE", dest / "BASE")
+    for name in names:
+        shutil.copy(PATCHES / name, dest / name)
+    (dest / "series").write_text("".join(f"{n}\n" for n in names))
+    return dest
+
+
+# --------------------------------------------------------------------------- a broken test environment
+
+
+def test_missing_numpy_stops_the_suite_in_one_line(tmp_path):
+    # torch's own test helpers import numpy; without it every test module fails to collect.
+    shadow = tmp_path / "shadow"
+    (shadow / "numpy").mkdir(parents=True)
+    (shadow / "numpy" / "__init__.py").write_text(
+        "raise ModuleNotFoundError(\"No module named 'numpy'\", name='numpy')\n"
+    )
+    start = time.monotonic()
+    proc = run(
+        "test", "--skip-check", "test/dynamo/test_tv_isinstance.py",
+        env={"PYTHONPATH": f"{shadow}{os.pathsep}{REPO}", "TORCH_OVERLAY_CACHE": str(tmp_path / "cache")},
+    )
+    error = assert_one_line_error(
+        proc, "the test environment is broken", "No module named 'numpy'", "pip install -e '.[test]'"
+    )
+    assert len(error) < 200, error
+    # it stops before running anything: no pytest output, no patched half
+    assert "[2/2]" not in proc.stdout and "passed" not in proc.stdout, proc.stdout
+    assert time.monotonic() - start < 120
+
+
+def test_collection_error_names_the_module_and_its_cause():
+    from torch_overlay.errors import OverlayError
+    from torch_overlay.suite import PytestRun, check_collected
+
+    run_ = PytestRun(
+        2, {"test/dynamo/test_a.py": "error", "test/dynamo/test_b.py": "error"},
+        {"test/dynamo/test_a.py": "ImportError: cannot import name 'x'", "test/dynamo/test_b.py": "E"}, "",
+    )
+    with pytest.raises(OverlayError) as e:
+        check_collected(run_, "base")
+    assert str(e.value) == (
+        "the base run could not collect test/dynamo/test_a.py: ImportError: cannot import name 'x' "
+        "(and 1 more module(s))"
+    )
+
+
+# --------------------------------------------------------------------------- the cache
+
+
+@pytest.mark.parametrize("command", [["build"], ["run", "--", sys.executable, "-c", "pass"], ["audit"]])
+def test_uncreatable_cache_is_one_line(tmp_path, command):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    cache = blocker / "cache"  # its parent is a file: cannot be created
+    proc = run(*command, env={"TORCH_OVERLAY_CACHE": str(cache)})
+    assert_one_line_error(proc, "cannot write the overlay cache", str(cache), "TORCH_OVERLAY_CACHE")
+
+
+def test_activate_with_uncreatable_cache_raises_overlay_error(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    code = (
+        "import torch_overlay\n"
+        "try:\n"
+        "    torch_overlay.activate()\n"
+        "except torch_overlay.OverlayError as e:\n"
+        "    print('OverlayError:', e)\n"
+    )
+    env = dict(os.environ, TORCH_OVERLAY_CACHE=str(blocker / "cache"), PYTHONPATH=str(REPO))
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("OverlayError: cannot write the overlay cache"), proc.stdout
+    assert "\n" not in proc.stdout.strip()
+
+
+def test_unwritable_cache_is_an_overlay_error(tmp_path, monkeypatch):
+    # As root a read-only directory is still writable, so make mkdtemp refuse.
+    import tempfile
+
+    from torch_overlay import overlay
+    from torch_overlay.errors import OverlayError
+
+    def refuse(*args, dir=None, **kw):
+        raise PermissionError(13, "Permission denied", os.path.join(dir, ".build-xyz"))
+
+    monkeypatch.setenv("TORCH_OVERLAY_CACHE", str(tmp_path))
+    monkeypatch.setattr(tempfile, "mkdtemp", refuse)
+    with pytest.raises(OverlayError) as e:
+        overlay._new_build_dir(tmp_path)
+    assert str(e.value) == (
+        f"cannot write the overlay cache {tmp_path} (Permission denied: {tmp_path}/.build-xyz); "
+        "set TORCH_OVERLAY_CACHE to a writable directory"
+    )
+
+
+def test_series_that_does_not_apply_leaves_nothing_in_the_cache(tmp_path):
+    patches = first_patches(tmp_path, 2)
+    broken = patches / (patches / "series").read_text().split()[1]
+    text = broken.read_text()
+    hunk = text.index("\n@@ ")
+    # change one context line of the first hunk: the patch no longer applies
+    line_start = text.index("\n ", hunk + 1) + 1
+    broken.write_text(text[:line_start] + " # drifted" + text[line_start:])
+    cache = tmp_path / "cache"
+    proc = run("build", env={"TORCH_OVERLAY_CACHE": str(cache), "TORCH_OVERLAY_PATCHES": str(patches)})
+    assert proc.returncode == 2, proc.stderr
+    assert "does not apply" in proc.stderr and "Traceback" not in proc.stderr
+    assert list(cache.iterdir()) == []
+
+    status = run("status", env={"TORCH_OVERLAY_CACHE": str(cache), "TORCH_OVERLAY_PATCHES": str(patches)})
+    assert status.returncode == 1
+    assert "DOES NOT APPLY" in status.stdout
+    assert "cannot be built until every patch applies" in status.stdout
+    assert "`build` or `run` builds it" not in status.stdout
+
+
+def test_clean_removes_stale_entries_and_abandoned_builds(tmp_path):
+    cache = tmp_path / "cache"
+    env = {"TORCH_OVERLAY_CACHE": str(cache), "TORCH_OVERLAY_PATCHES": str(first_patches(tmp_path, 1))}
+    built = run("build", env=env)
+    assert built.returncode == 0, built.stderr
+    current = Path(built.stdout.strip())
+    stale = cache / "torch-2.13.0-0123456789abcdef0123"
+    stale.mkdir()
+    (stale / "overlay.json").write_text(json.dumps({"key": "old"}))
+    abandoned = cache / ".build-dead"
+    abandoned.mkdir()
+    os.utime(abandoned, (time.time() - 7200, time.time() - 7200))
+    in_progress = cache / ".build-live"
+    in_progress.mkdir()
+    unrelated = cache / "notes.txt"
+    unrelated.write_text("not ours")
+
+    proc = run("clean", env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(p.name for p in cache.iterdir()) == sorted([current.name, ".build-live", "notes.txt"])
+    assert "2 cache entries removed" in proc.stdout
+
+    proc = run("clean", "--all", env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(p.name for p in cache.iterdir()) == [".build-live", "notes.txt"]
+
+
+# --------------------------------------------------------------------------- smaller things
+
+
+def test_pr_out_of_range_is_one_short_line():
+    proc = run("pr", "99")
+    error = assert_one_line_error(proc, "no patch '99'", "status")
+    assert len(error) < 300, error
+
+
+def test_suite_runs_one_file_of_ours():
+    proc = run("suite", "--base", "test/dynamo/test_tv_subclass_inplace.py", "--pytest-args", "-q -p no:cacheprovider")
+    assert "test_tv_subclass_inplace.py" in proc.stdout
+    assert "test_tv_isinstance.py" not in proc.stdout
+    missing = run("suite", "--base", "test/dynamo/test_nope.py")
+    assert_one_line_error(missing, "test path not found: test/dynamo/test_nope.py", "--checkout")
+
+
+def test_apply_twice_says_the_series_is_already_there(tmp_path):
+    # A minimal base tree: the files the first patch touches, committed as BASE.
+    import torch_overlay._git as git
+    from torch_overlay._series import Series
+    from torch_overlay._torch import find_installed_torch
+
+    patches = first_patches(tmp_path, 1)
+    series = Series.load(patches)
+    torch = find_installed_torch()
+    tree = tmp_path / "tree"
+    for f in series.patched_files():
+        (tree / f).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(torch.root / f, tree / f)
+    git.git("init", "-q", "-b", "main", cwd=tree)
+    git.git("add", "-A", cwd=tree)
+    git.git("commit", "-q", "-m", f"BASE\n\nBase-Tree-Of: {series.base.commit}\n", cwd=tree, env=git.FIXED_IDENTITY)
+
+    env = {"TORCH_OVERLAY_PATCHES": str(patches), **git.FIXED_IDENTITY}
+    first = run("apply", str(tree), "--branch", "one", "--no-tests", env=env)
+    assert first.returncode == 0, first.stderr
+    again = run("apply", str(tree), "--branch", "two", "--no-tests", env=env)
+    assert_one_line_error(again, "is already in", "already applied; nothing was changed")
+    assert git.out("rev-parse", "--abbrev-ref", "HEAD", cwd=tree) == "one"
+    assert "two" not in git.out("branch", "--list", cwd=tree)
+
+
+def test_pyproject_declares_what_the_suite_imports():
+    import tomllib
+
+    meta = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    test_extra = " ".join(meta["optional-dependencies"]["test"])
+    for name in ("expecttest", "hypothesis", "pytest", "numpy"):
+        assert name in test_extra, name
+    base = dict(line.split(None, 1) for line in (PATCHES / "BASE").read_text().splitlines() if line.strip())
+    assert f"torch=={base['torch']}" in meta["dependencies"]
