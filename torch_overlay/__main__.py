@@ -10,8 +10,8 @@ import textwrap
 from pathlib import Path
 
 from . import checkout, overlay
-from ._series import REPO_ROOT, Series
-from ._torch import find_installed_torch
+from ._series import PACKAGES, REPO_ROOT, Stack
+from ._torch import find_installed
 from .errors import OverlayError
 
 
@@ -19,8 +19,8 @@ def _err(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
-def _load(args) -> Series:
-    return Series.load(Path(args.patches).resolve() if args.patches else None)
+def _load(args) -> Stack:
+    return Stack.load(Path(args.patches).resolve() if args.patches else None)
 
 
 def _ensure(args) -> overlay.Overlay:
@@ -31,32 +31,36 @@ def _ensure(args) -> overlay.Overlay:
 
 
 def cmd_status(args) -> int:
-    series = _load(args)
-    torch = find_installed_torch()
-    print(f"installed torch: {torch.version} (git {torch.git_version})")
-    print(f"           path: {torch.package_dir}")
-    print(f"           BASE: torch {series.base.version}, commit {series.base.commit}")
-    version_ok = series.base.matches_version(torch.version)
-    commit_ok = torch.git_version == series.base.commit
-    if not (version_ok and commit_ok):
-        print("        WARNING: the installed torch is not BASE; the overlay refuses it without --force")
-    print(f"         series: {len(series.patches)} patch(es) from {series.dir}")
-    results = overlay.dry_run(series, torch)
-    for i, r in enumerate(results, 1):
-        state = "applies" if r.applied else f"DOES NOT APPLY: {r.error}"
-        print(f"  {i}. {r.patch.name}: {state}")
-    entry, _ = overlay.entry_path(torch, series)
-    applies = all(r.applied for r in results)
-    if overlay.is_built(torch, series):
+    stack = _load(args)
+    ok = True
+    found = []
+    for series in stack.series:
+        name = series.package
+        pkg = find_installed(name, required=name == "torch")
+        print(f"{name} series: {len(series.patches)} patch(es) from {series.dir}")
+        print(f"           BASE: {name} {series.base.version}, commit {series.base.commit}")
+        if pkg is None:
+            print(f"      installed: no {name} here; its series is left out of the overlay")
+            continue
+        print(f"      installed: {name} {pkg.version} (git {pkg.git_version}) at {pkg.package_dir}")
+        version_ok = series.base.matches_version(pkg.version)
+        if not (version_ok and pkg.git_version == series.base.commit):
+            print(f"        WARNING: the installed {name} is not BASE; the overlay refuses it without --force")
+        results = overlay.dry_run(series, pkg)
+        for i, r in enumerate(results, 1):
+            state = "applies" if r.applied else f"DOES NOT APPLY: {r.error}"
+            print(f"  {i}. {r.patch.name}: {state}")
+        ok &= version_ok and all(r.applied for r in results)
+        found.append(overlay.Layer(series, pkg))
+    entry, _ = overlay.entry_path(found)
+    if overlay.is_built(found):
         state = "built"
-    elif not applies:
-        state = "cannot be built until every patch applies"
-    elif not version_ok:
-        state = "not built; the installed torch is not BASE (`build --force` tries anyway)"
+    elif not ok:
+        state = "cannot be built until every patch applies to BASE (`build --force` tries anyway)"
     else:
         state = "not built yet; `build` or `run` builds it"
-    print(f"        overlay: {entry} ({state})")
-    return 0 if applies and version_ok else 1
+    print(f"overlay: {entry} ({state})")
+    return 0 if ok else 1
 
 
 def cmd_build(args) -> int:
@@ -85,9 +89,7 @@ def cmd_run(args) -> int:
 def cmd_clean(args) -> int:
     keep = None
     if not args.all:
-        series = _load(args)
-        torch = find_installed_torch()
-        keep, _ = overlay.entry_path(torch, series)
+        keep, _ = overlay.entry_path(overlay.layers(_load(args), args.force))
     removed = overlay.clean(keep)
     for path in removed:
         print(f"removed {path}")
@@ -97,13 +99,13 @@ def cmd_clean(args) -> int:
 
 
 def cmd_apply(args) -> int:
-    series = _load(args)
+    series = checkout.series_for(Path(args.checkout), _load(args), args.series)
     checkout.apply(Path(args.checkout), series, args.branch, with_tests=not args.no_tests, log=_err)
     return 0
 
 
 def cmd_export(args) -> int:
-    series = _load(args)
+    series = checkout.series_for(Path(args.checkout), _load(args), args.series)
     patches = checkout.export_patches(Path(args.checkout), series)
     dest = Path(args.output).resolve() if args.output else series.dir
     dest.mkdir(parents=True, exist_ok=True)
@@ -116,28 +118,37 @@ def cmd_export(args) -> int:
 
 
 def cmd_check(args) -> int:
-    series = _load(args)
-    torch = find_installed_torch()
-    overlay.check_version(torch, series, args.force)
-    problems = checkout.check(series, torch, log=_err)
-    for p in problems:
-        _err(f"DRIFT: {p}")
-    if problems:
+    stack = _load(args)
+    drifted = False
+    for series in stack.series:
+        pkg = find_installed(series.package, required=True)
+        overlay.check_version(pkg, series, args.force)
+        if not series.patches:
+            continue
+        problems = checkout.check(series, pkg, log=_err)
+        for p in problems:
+            _err(f"DRIFT: {p}")
+        drifted |= bool(problems)
+    if drifted:
         _err("the series drifts from its re-export: re-export it (`export`) and commit the result")
         return 1
-    print(f"check: {len(series.patches)} patch(es) apply to BASE with zero fuzz and re-export byte for byte")
+    print("check: " + "; ".join(
+        f"{len(s.patches)} {s.package} patch(es) apply to BASE with zero fuzz and re-export byte for byte"
+        for s in stack.series
+    ))
     return 0
 
 
 def cmd_base_tree(args) -> int:
-    series = _load(args)
-    torch = find_installed_torch()
-    overlay.check_version(torch, series, args.force)
+    series = _load(args).get(args.series)
+    pkg = find_installed(series.package, required=True)
+    overlay.check_version(pkg, series, args.force)
     dest = Path(args.dest).resolve()
     if dest.exists() and any(dest.iterdir()):
         raise OverlayError(f"{dest} exists and is not empty")
-    checkout.build_base_tree(dest, torch, series.base.commit)
-    print(f"base tree for BASE {series.base.commit[:12]} at {dest}; next: python -m torch_overlay apply {dest}")
+    checkout.build_base_tree(dest, pkg, series.base.commit)
+    print(f"{series.package} base tree for BASE {series.base.commit[:12]} at {dest}; "
+          f"next: python -m torch_overlay apply {dest}")
     return 0
 
 
@@ -196,8 +207,8 @@ def cmd_test(args) -> int:
 
 
 def cmd_pr(args) -> int:
-    series = _load(args)
-    p = series.select(args.patch)
+    stack = _load(args)
+    series, p = stack.select(args.patch)
     index = series.patches.index(p) + 1
     tests = p.tests
     files = sorted({t.split("::", 1)[0] for t in tests})
@@ -213,7 +224,7 @@ def cmd_pr(args) -> int:
     for f in files:
         selected = [t.split("::", 1)[1] for t in tests if "::" in t and t.startswith(f + "::")]
         k = " or ".join(s.split("::")[-1] for s in selected)
-        print(f"python {f}" + (f" -k {shlex.quote(k)}" if k else ""))
+        print(f"python -m pytest {f}" + (f" -k {shlex.quote(k)}" if k else ""))
     print("```")
     other = [f"{k}: {v}" for k, v in p.trailers if k != "Tests"]
     if other:
@@ -221,7 +232,8 @@ def cmd_pr(args) -> int:
         for line in other:
             print(line)
     print()
-    print(f"(patch {index}/{len(series.patches)} of the torch_overlay series: patches/{p.name})")
+    rel = p.path.relative_to(stack.dir.parent) if stack.dir.parent in p.path.parents else p.path
+    print(f"(patch {index}/{len(series.patches)} of the torch_overlay {series.package} series: {rel})")
     return 0
 
 
@@ -290,12 +302,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("apply", parents=[common], help="git am the series (with its tests) onto a new branch of a pytorch checkout")
     p.add_argument("checkout", help="path to a clean pytorch checkout at BASE or a descendant")
     p.add_argument("--branch", default="torch-overlay", help="the new branch (default: %(default)s)")
+    p.add_argument("--series", choices=PACKAGES, help="which series (default: the one whose BASE HEAD contains)")
     p.add_argument("--no-tests", action="store_true", help="apply the code changes only")
     p.set_defaults(func=cmd_apply)
 
     p = sub.add_parser("export", parents=[common], help="regenerate patches/ from the commits on a checkout's branch")
     p.add_argument("checkout", help="the checkout whose HEAD carries the series")
-    p.add_argument("-o", "--output", metavar="DIR", help="write here instead of the patches directory")
+    p.add_argument("-o", "--output", metavar="DIR", help="write here instead of the series' directory")
+    p.add_argument("--series", choices=PACKAGES, help="which series (default: the one whose BASE HEAD contains)")
     p.set_defaults(func=cmd_export)
 
     p = sub.add_parser("check", parents=[common], help="apply to a base tree from the wheel with zero fuzz, re-export, compare bytes")
@@ -303,6 +317,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("base-tree", parents=[common], help="make a git repo of the wheel's torch/**/*.py, committed as BASE, to develop patches in")
     p.add_argument("dest", help="a new (or empty) directory")
+    p.add_argument("--series", choices=PACKAGES, default="torch", help="whose base tree (default: %(default)s)")
     p.set_defaults(func=cmd_base_tree)
 
     p = sub.add_parser("suite", parents=[common], help="run test/dynamo (+ upstream files from a checkout) against the patched torch")
@@ -323,7 +338,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_test)
 
     p = sub.add_parser("pr", parents=[common], help="print the pull-request title and body for patch N (number or file name)")
-    p.add_argument("patch")
+    p.add_argument("patch", help="N or a file name (torch's series), or PACKAGE:N, e.g. torchvision:1")
     p.set_defaults(func=cmd_pr)
 
     p = sub.add_parser("bench", parents=[common], help="eager vs inductor on BASE vs inductor patched: medians, ratios, compile time, memory")

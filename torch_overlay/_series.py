@@ -1,8 +1,17 @@
-"""Reading ``patches/``: the BASE pin, the series order and each patch's header.
+"""Reading ``patches/``: the BASE pins, the series order and each patch's header.
 
-``patches/`` is the single source of truth.  Everything else (the overlay, the
-checkout workflow, the drift check, the suite's failing-first check) reads the
-series through this module, so there is exactly one parser for it.
+``patches/`` is the single source of truth.  It holds one directory per
+package the project patches, each laid out the same way::
+
+    patches/torch/        BASE, series, *.patch   (the Dynamo/Inductor series)
+    patches/torchvision/  BASE, series, *.patch   (the companion torchvision series)
+
+``BASE`` names the package, its release and the upstream commit the series
+applies to (``torch 2.13.0`` / ``commit <sha>``).  A directory that itself holds
+``BASE`` (a scratch export) is read as a stack of that one series.  Everything
+else (the overlay, the checkout workflow, the drift check, the suite's
+failing-first check) reads the series through this module, so there is exactly
+one parser for it.
 """
 
 from __future__ import annotations
@@ -27,10 +36,17 @@ def default_patches_dir() -> Path:
     return Path(env).resolve() if env else REPO_ROOT / "patches"
 
 
+# The packages a series may patch, in the order the stack applies them, and
+# where the tests of each package's series live in this repository.
+PACKAGES = ("torch", "torchvision")
+TEST_DIRS = {"torch": "test/dynamo", "torchvision": "test/torchvision"}
+
+
 @dataclasses.dataclass(frozen=True)
 class Base:
     version: str
     commit: str
+    package: str = "torch"
 
     @classmethod
     def read(cls, patches_dir: Path) -> "Base":
@@ -42,8 +58,14 @@ class Base:
         fields = dict(
             line.split(None, 1) for line in text.splitlines() if line.strip()
         )
+        packages = [k for k in fields if k in PACKAGES]
+        if len(packages) != 1:
+            raise OverlayError(
+                f"{path}: expected one line naming the package and its release "
+                f"({' or '.join(PACKAGES)}), found {packages or 'none'}"
+            )
         try:
-            return cls(version=fields["torch"].strip(), commit=fields["commit"].strip())
+            return cls(version=fields[packages[0]].strip(), commit=fields["commit"].strip(), package=packages[0])
         except KeyError as e:
             raise OverlayError(f"{path}: missing the '{e.args[0]}' line") from None
 
@@ -60,6 +82,12 @@ class Patch:
     description: str  # message body without the trailers
     trailers: tuple[tuple[str, str], ...]
     files: tuple[str, ...]  # repo-relative paths the diff touches
+    package: str = "torch"  # the package (series) the patch belongs to
+
+    @property
+    def label(self) -> str:
+        """The patch's name, qualified with its series unless that is torch's."""
+        return self.name if self.package == "torch" else f"{self.package}/{self.name}"
 
     @property
     def data(self) -> bytes:
@@ -78,7 +106,7 @@ _TRAILER_RE = re.compile(r"^([A-Za-z][A-Za-z0-9-]*): (.+)$")
 _DIFF_RE = re.compile(r"^diff --git a/(\S+) b/(\S+)$", re.M)
 
 
-def parse_patch(path: Path) -> Patch:
+def parse_patch(path: Path, package: str = "torch") -> Patch:
     text = path.read_text(encoding="utf-8")
     # format-patch writes headers, a blank line, the message, then (with a
     # diffstat) a "---" line, then the diffs.
@@ -116,6 +144,7 @@ def parse_patch(path: Path) -> Patch:
         description="\n\n".join(paragraphs),
         trailers=tuple(trailers),
         files=files,
+        package=package,
     )
 
 
@@ -145,8 +174,16 @@ class Series:
             path = patches_dir / name
             if not path.is_file():
                 raise OverlayError(f"{series_file} lists {name}, which does not exist")
-            patches.append(parse_patch(path))
+            patches.append(parse_patch(path, base.package))
         return cls(dir=patches_dir, base=base, patches=tuple(patches))
+
+    @property
+    def package(self) -> str:
+        return self.base.package
+
+    @property
+    def test_dir(self) -> str:
+        return TEST_DIRS[self.package]
 
     def digest(self) -> str:
         """Content hash of the series: BASE, order and every patch's bytes."""
@@ -166,7 +203,71 @@ class Series:
         for p in self.patches:
             if which in (p.name, p.name.removesuffix(".patch")):
                 return p
+        if not self.patches:
+            raise OverlayError(f"no patch {which!r}: the {self.package} series is empty")
         raise OverlayError(
             f"no patch {which!r}: give a number from 1 to {len(self.patches)} or a file name "
             f"from {self.dir / 'series'} (`python -m torch_overlay status` lists them)"
         )
+
+
+@dataclasses.dataclass(frozen=True)
+class Stack:
+    """Every series under ``patches/``: torch's first, then the companion series."""
+
+    dir: Path
+    series: tuple[Series, ...]
+
+    @classmethod
+    def load(cls, root: Path | None = None) -> "Stack":
+        root = root or default_patches_dir()
+        if not root.is_dir():
+            raise OverlayError(f"patches directory not found: {root}")
+        if (root / "BASE").exists():  # one series on its own (e.g. a scratch export)
+            return cls(dir=root, series=(Series.load(root),))
+        found = [Series.load(root / name) for name in PACKAGES if (root / name / "BASE").exists()]
+        if not found:
+            raise OverlayError(
+                f"{root} holds no series: expected {', '.join(f'{p}/BASE' for p in PACKAGES)}"
+            )
+        seen = [s.package for s in found]
+        for s in found:
+            if s.dir.name != s.package:
+                raise OverlayError(f"{s.dir / 'BASE'} pins {s.package}, but lives in {s.dir.name}/")
+        if len(set(seen)) != len(seen):
+            raise OverlayError(f"{root}: two series patch the same package")
+        return cls(dir=root, series=tuple(found))
+
+    @property
+    def torch(self) -> Series:
+        return self.get("torch")
+
+    def get(self, package: str) -> Series:
+        for s in self.series:
+            if s.package == package:
+                return s
+        raise OverlayError(f"no {package} series in {self.dir}")
+
+    @property
+    def patches(self) -> tuple[Patch, ...]:
+        return tuple(p for s in self.series for p in s.patches)
+
+    def digest(self) -> str:
+        h = hashlib.sha256()
+        for s in self.series:
+            h.update(s.package.encode() + b"\0" + s.digest().encode() + b"\0")
+        return h.hexdigest()
+
+    def select(self, which: str) -> tuple[Series, Patch]:
+        """``N`` or a file name (torch's series), or ``PACKAGE:N`` / ``PACKAGE:NAME``."""
+        package, sep, rest = which.partition(":")
+        if sep:
+            if package not in PACKAGES:
+                raise OverlayError(f"no series {package!r}: expected one of {', '.join(PACKAGES)}")
+            series = self.get(package)
+            return series, series.select(rest)
+        for s in self.series[1:]:
+            if any(which in (p.name, p.name.removesuffix(".patch")) for p in s.patches):
+                return s, s.select(which)
+        series = self.series[0]
+        return series, series.select(which)

@@ -1,8 +1,8 @@
-"""Find the installed torch without importing it.
+"""Find an installed package (torch, torchvision) without importing it.
 
 The overlay has to decide where torch lives, and which version it is, before
 ``import torch`` runs: importing it first would pin the unpatched modules in
-``sys.modules``.
+``sys.modules``.  The same holds for torchvision.
 """
 
 from __future__ import annotations
@@ -19,10 +19,11 @@ from .errors import OverlayError
 
 
 @dataclasses.dataclass(frozen=True)
-class InstalledTorch:
+class InstalledPackage:
     version: str
     git_version: str
     package_dir: Path  # .../site-packages/torch
+    name: str = "torch"
 
     @property
     def root(self) -> Path:
@@ -48,25 +49,36 @@ def _read_version_py(path: Path) -> dict[str, str]:
     return values
 
 
-def find_installed_torch() -> InstalledTorch:
+def find_installed(name: str, *, required: bool = True) -> InstalledPackage | None:
+    """The installed ``name`` package outside any overlay; None if absent and not ``required``."""
     from .overlay import overlay_roots  # the overlay itself must not count as "installed"
 
     hidden = set(overlay_roots())
     path = [p for p in sys.path if str(Path(p or ".").resolve()) not in hidden]
-    spec = importlib.machinery.PathFinder.find_spec("torch", path)
+    spec = importlib.machinery.PathFinder.find_spec(name, path)
     if spec is None or not spec.submodule_search_locations:
+        if not required:
+            return None
         raise OverlayError(
-            "torch is not installed in this Python environment "
-            f"({sys.executable}); install the pinned base with `pip install torch==2.13.0`"
+            f"{name} is not installed in this Python environment ({sys.executable}); "
+            "install the pinned releases with `pip install torch==2.13.0 -e '.[test]'`"
         )
     package_dir = Path(list(spec.submodule_search_locations)[0]).resolve()
     info = _read_version_py(package_dir / "version.py")
     version = info.get("__version__")
     if version is None:
         try:
-            version = importlib.metadata.version("torch")
+            version = importlib.metadata.version(name)
         except importlib.metadata.PackageNotFoundError:
-            raise OverlayError(f"cannot tell the version of the torch in {package_dir}") from None
-    return InstalledTorch(
-        version=version, git_version=info.get("git_version", "unknown"), package_dir=package_dir
+            raise OverlayError(f"cannot tell the version of the {name} in {package_dir}") from None
+    return InstalledPackage(
+        version=version, git_version=info.get("git_version", "unknown"), package_dir=package_dir, name=name
     )
+
+
+def find_installed_torch() -> InstalledPackage:
+    return find_installed("torch")
+
+
+# The name the rest of the tooling used before the torchvision series.
+InstalledTorch = InstalledPackage

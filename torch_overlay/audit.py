@@ -33,6 +33,9 @@ WRONG = "WRONG RESULT: compiled without a break, output differs from eager"
 def _torchvision_cases():
     """v2 functionals on pure tensors, when a torchvision build imports here."""
     try:
+        from .torchvision_env import import_torchvision
+
+        import_torchvision()
         import torchvision.transforms.v2.functional as F  # type: ignore[import-not-found]
     except Exception as e:  # noqa: BLE001 - any import failure means "not available"
         return {}, f"torchvision not importable ({type(e).__name__}: {e})"
@@ -105,7 +108,8 @@ def run_cases() -> dict:
     for name, (fn, make_args, *config) in cases.items():
         # A case may ask for Dynamo config (a flag a patch adds); where the running
         # torch lacks the flag, the case runs with the defaults and shows why.
-        flags = {k: v for k, v in (config[0] if config else {}).items() if hasattr(torch._dynamo.config, k)}
+        asked = dict(config[0]) if config else {}
+        flags = {k: v for k, v in asked.items() if hasattr(torch._dynamo.config, k)}
         torch._dynamo.reset()
         expected = fn(*make_args())
         with torch._dynamo.config.patch(flags):
@@ -119,7 +123,8 @@ def run_cases() -> dict:
             # fullgraph=True traces .item() into the graph (Dynamo turns on
             # capture_scalar_outputs for one-graph frames); explain compiles
             # without fullgraph, so give it the same setting to see the same code.
-            row = {"case": name, "verdict": verdict}
+            row = {"case": name, "verdict": verdict, "flags": sorted(asked),
+                   "missing_flags": sorted(set(asked) - set(flags))}
             try:
                 with torch._dynamo.config.patch(capture_scalar_outputs=True):
                     explained = torch._dynamo.explain(fn)(*make_args())
@@ -133,6 +138,19 @@ def run_cases() -> dict:
 
 
 # --------------------------------------------------------------------------- driver side
+
+
+LEGEND = """\
+Each case is compiled with torch.compile(fn, backend="eager", fullgraph=True), once on BASE
+(unpatched torch) and once with the series. A cell says:
+  ok          it compiled as one graph and its output equals eager's (values, dtype, type)
+  WRONG       it compiled, but its output differs from eager's
+  break: ...  the first line of the error that stopped the one graph
+  [explain]   after a cell: torch._dynamo.explain, run on the same case, disagrees with it
+Rows marked [flags] ask for Dynamo flags that the series adds (the random-transform flags); BASE
+has no such flags and runs those rows with its defaults, marked "(no flag)"."""
+
+CELL = 60  # characters of a break reason in a cell
 
 
 def audit(overlay: Overlay, log=print) -> bool:
@@ -155,28 +173,42 @@ def audit(overlay: Overlay, log=print) -> bool:
         # explain raising (an internal error it does not turn into a break) is not clean
         return "explain_error" not in row and row["graphs"] == 1 and row["breaks"] == 0 and row["counted"] == 0
 
-    def cell(row) -> str:
-        verdict = row["verdict"] if row["verdict"] in ("ok", WRONG) else f"break: {row['verdict']}"
-        return f"{verdict} [explain: {explained(row)}]"
-
     def agrees(row) -> bool:
         # compiled fullgraph (right or wrong) <=> explain sees one graph and no break
         return (row["verdict"] in ("ok", WRONG)) == clean(row)
 
+    def cell(row) -> str:
+        v = row["verdict"]
+        text = "ok" if v == "ok" else "WRONG" if v == WRONG else "break: " + (
+            v if len(v) <= CELL else v[: CELL - 3] + "..."
+        )
+        if row.get("missing_flags"):
+            text = "(no flag) " + text
+        return text + ("" if agrees(row) else " [explain]")
+
+    def name(row) -> str:
+        case = row["case"].replace(" (flag on)", "")
+        return case + (" [flags]" if row.get("flags") else "")
+
     rows = list(zip(base["rows"], patched["rows"], strict=True))
-    widths = [max(len(r["case"]) for r in base["rows"]), max(len(cell(b)) for b, _ in rows)]
+    widths = [max(len(name(b)) for b, _ in rows), max(len(cell(b)) for b, _ in rows)]
+    log("")
+    log(LEGEND)
     log("")
     log(f"{'case':<{widths[0]}} | {'base':<{widths[1]}} | patched")
-    log(f"{'-' * widths[0]}-+-{'-' * widths[1]}-+-{'-' * 40}")
+    log(f"{'-' * widths[0]}-+-{'-' * widths[1]}-+-{'-' * 20}")
     blind, contradictions = [], []
     for b, p in rows:
-        log(f"{b['case']:<{widths[0]}} | {cell(b):<{widths[1]}} | {cell(p)}")
+        log(f"{name(b):<{widths[0]}} | {cell(b):<{widths[1]}} | {cell(p)}")
         for side, r in (("base", b), ("patched", p)):
             if not agrees(r):
                 # explain saw nothing where fullgraph broke: a blind spot of explain
                 # (e.g. an exception observed inside an inlined property). The
                 # reverse would mean the audit itself is wrong.
-                (blind if clean(r) else contradictions).append(f"{r['case']} ({side}): {cell(r)}")
+                verdict = r["verdict"] if len(r["verdict"]) <= 80 else r["verdict"][:77] + "..."
+                (blind if clean(r) else contradictions).append(
+                    f"{name(r)} ({side})\n    fullgraph: {verdict}\n    explain: {explained(r)}"
+                )
     n = len(rows)
 
     def total(side: int) -> str:
@@ -185,14 +217,15 @@ def audit(overlay: Overlay, log=print) -> bool:
         return f"{ok}/{n} ok" + (f" ({wrong} more compile but give wrong results)" if wrong else "")
 
     log("")
+    log(f"totals: {n} cases; base {total(0)}, patched {total(1)}")
     log(
-        f"totals: {n} cases; base {total(0)}, patched {total(1)}; "
-        f"explain agrees on {2 * n - len(blind) - len(contradictions)}/{2 * n}"
+        f"explain: agrees with fullgraph on {2 * n - len(blind) - len(contradictions)} of {2 * n} runs "
+        f"({n} cases x base and patched); {len(blind)} blind spot(s), {len(contradictions)} contradiction(s)"
     )
     if base["note"]:
         log(f"note: {base['note']}; only the model was audited")
     for d in blind:
-        log(f"explain blind spot (fullgraph broke, explain saw no break): {d}")
+        log(f"blind spot of explain (fullgraph broke where explain saw one graph, no break): {d}")
     for d in contradictions:
-        log(f"CONTRADICTION (fullgraph compiled, explain saw a break): {d}")
+        log(f"CONTRADICTION (fullgraph compiled where explain saw a break): {d}")
     return not contradictions

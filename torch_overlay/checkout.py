@@ -15,8 +15,8 @@ import tempfile
 from pathlib import Path
 
 from . import _git
-from ._series import REPO_ROOT, Series, parse_patch
-from ._torch import InstalledTorch
+from ._series import REPO_ROOT, Series, Stack, parse_patch
+from ._torch import InstalledPackage
 from .errors import OverlayError
 
 # Exported exactly like this, re-exporting a branch gives identical bytes.
@@ -34,7 +34,15 @@ FORMAT_PATCH_ARGS = (
 )
 BASE_TREE_TRAILER = "Base-Tree-Of"  # marks the root commit of a base tree
 TESTS_COMMIT_TRAILER = "Torch-Overlay-Tests"  # marks the commit that only adds regression tests
-TEST_DIR = "test/dynamo"
+# The commit that carries a series' regression tests (tests owned by no patch).
+REGRESSION_COMMIT = {
+    "torch": "[dynamo] Add torchvision-style dispatch regression tests\n\n"
+    "Constructs that already compile with fullgraph=True on BASE; these\n"
+    "tests keep them that way.",
+    "torchvision": "Add torch.compile conformance tests that pass on this release\n\n"
+    "v2 functionals and transforms that already compile with fullgraph=True;\n"
+    "these tests keep them that way.",
+}
 
 
 def _slug(subject: str) -> str:
@@ -44,19 +52,19 @@ def _slug(subject: str) -> str:
 # --------------------------------------------------------------------------- base tree
 
 
-def build_base_tree(dest: Path, torch: InstalledTorch, base_commit: str) -> Path:
-    """A git repo holding the wheel's ``torch/**/*.py`` as one commit that stands for BASE."""
+def build_base_tree(dest: Path, pkg: InstalledPackage, base_commit: str) -> Path:
+    """A git repo holding the wheel's ``<pkg>/**/*.py`` as one commit that stands for BASE."""
     dest.mkdir(parents=True, exist_ok=True)
     _git.git("init", "-q", "-b", "main", cwd=dest)
-    for src in torch.package_dir.rglob("*.py"):
-        rel = src.relative_to(torch.root)
+    for src in pkg.package_dir.rglob("*.py"):
+        rel = src.relative_to(pkg.root)
         if "__pycache__" in rel.parts:
             continue
         (dest / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(src, dest / rel)
     _git.git("add", "-A", cwd=dest)
     msg = (
-        f"BASE: torch {torch.version} Python sources from the installed wheel\n\n"
+        f"BASE: {pkg.name} {pkg.version} Python sources from the installed wheel\n\n"
         f"{BASE_TREE_TRAILER}: {base_commit}\n"
     )
     _git.git("commit", "-q", "-m", msg, cwd=dest, env=_git.FIXED_IDENTITY)
@@ -95,12 +103,32 @@ def _test_files_of(patch) -> list[str]:
     return list(dict.fromkeys(t.split("::", 1)[0] for t in patch.tests))
 
 
-def _helper_files() -> list[str]:
-    """Non-test modules of our test dir (the torchvision-style model) that tests import."""
+def _helper_files(series: Series) -> list[str]:
+    """Non-test modules of a series' test dir (the torchvision-style model, conftest.py) that tests import."""
     return sorted(
-        f"{TEST_DIR}/{p.name}"
-        for p in (REPO_ROOT / TEST_DIR).glob("*.py")
+        f"{series.test_dir}/{p.name}"
+        for p in (REPO_ROOT / series.test_dir).glob("*.py")
         if not p.name.startswith("test_")
+    )
+
+
+def series_for(checkout: Path, stack: Stack, package: str | None = None) -> Series:
+    """The series whose BASE the checkout's HEAD contains (or the one named by ``package``)."""
+    if package:
+        return stack.get(package)
+    checkout = checkout.resolve()
+    if not (checkout / ".git").exists():
+        raise OverlayError(f"{checkout} is not a git checkout")
+    for series in stack.series:
+        try:
+            _base_rev(checkout, series)
+        except OverlayError:
+            continue
+        return series
+    raise OverlayError(
+        f"HEAD of {checkout} contains none of the series' BASE commits ("
+        + ", ".join(f"{s.package} {s.base.commit[:12]}" for s in stack.series)
+        + "); check out BASE (or a descendant), or use a base tree"
     )
 
 
@@ -133,7 +161,7 @@ def apply(
         start = _git.out("rev-parse", "HEAD", cwd=checkout)
     _git.git("checkout", "-q", "-b", branch, cwd=checkout)
     try:
-        pending_helpers = _helper_files() if with_tests else []
+        pending_helpers = _helper_files(series) if with_tests else []
         for i, patch in enumerate(series.patches, 1):
             log(f"[{i}/{len(series.patches)}] {patch.subject}")
             proc = _git.git("am", "-q", "--keep", str(patch.path), cwd=checkout, check=False, env=env)
@@ -158,17 +186,14 @@ def apply(
         if with_tests:
             owned = {f for p in series.patches for f in _test_files_of(p)}
             rest = pending_helpers + sorted(
-                f"{TEST_DIR}/{p.name}"
-                for p in (REPO_ROOT / TEST_DIR).glob("test_*.py")
-                if f"{TEST_DIR}/{p.name}" not in owned
+                f"{series.test_dir}/{p.name}"
+                for p in (REPO_ROOT / series.test_dir).glob("test_*.py")
+                if f"{series.test_dir}/{p.name}" not in owned
             )
             if _copy_tests(checkout, rest):
                 _git.git(
                     "commit", "-q", "-m",
-                    "[dynamo] Add torchvision-style dispatch regression tests\n\n"
-                    "Constructs that already compile with fullgraph=True on BASE; these\n"
-                    "tests keep them that way.\n\n"
-                    f"{TESTS_COMMIT_TRAILER}: regression\n",
+                    f"{REGRESSION_COMMIT[series.package]}\n\n{TESTS_COMMIT_TRAILER}: regression\n",
                     cwd=checkout,
                     env=env,
                 )
@@ -212,10 +237,10 @@ def export_patches(checkout: Path, series: Series) -> dict[str, bytes]:
         if re.search(rf"^{TESTS_COMMIT_TRAILER}: ", message, re.M):
             continue
         data = _git.git(
-            *FORMAT_PATCH_ARGS, "-1", c, "--", ".", f":(exclude){TEST_DIR}", cwd=checkout
+            *FORMAT_PATCH_ARGS, "-1", c, "--", ".", f":(exclude){series.test_dir}", cwd=checkout
         ).stdout
         if b"\ndiff --git " not in data:
-            raise OverlayError(f"commit {c[:12]} changes nothing outside {TEST_DIR}; cannot export it")
+            raise OverlayError(f"commit {c[:12]} changes nothing outside {series.test_dir}; cannot export it")
         subject = _git.out("log", "-1", "--format=%s", c, cwd=checkout)
         name = _slug(subject) + ".patch"
         if name in out:
@@ -246,27 +271,27 @@ def write_patches(patches: dict[str, bytes], dest: Path) -> None:
 # --------------------------------------------------------------------------- check
 
 
-def check(series: Series, torch: InstalledTorch, log=print) -> list[str]:
+def check(series: Series, pkg: InstalledPackage, log=print) -> list[str]:
     """Apply the series to a fresh base tree with zero fuzz, re-export, compare bytes.
 
     Returns a list of problems (empty when the series round-trips exactly).
     """
     with tempfile.TemporaryDirectory(prefix="torch_overlay-check-") as tmp:
-        tree = Path(tmp) / "pytorch"
-        log(f"building base tree from {torch.package_dir} ...")
-        build_base_tree(tree, torch, series.base.commit)
+        tree = Path(tmp) / series.package
+        log(f"building a {series.package} base tree from {pkg.package_dir} ...")
+        build_base_tree(tree, pkg, series.base.commit)
         apply(tree, series, "torch-overlay-check", env=_git.FIXED_IDENTITY, log=log)
         exported = export_patches(tree, series)
     problems = []
     names = [p.name for p in series.patches]
     if list(exported) != names:
-        problems.append(f"series order/names drift: patches/series has {names}, export gives {list(exported)}")
+        problems.append(f"series order/names drift: {series.dir / 'series'} has {names}, export gives {list(exported)}")
     for p in series.patches:
         new = exported.get(p.name)
         if new is not None and new != p.data:
             diff = difflib.unified_diff(
                 p.data.decode().splitlines(), new.decode().splitlines(),
-                f"patches/{p.name}", f"re-exported/{p.name}", lineterm="", n=1,
+                f"{series.dir.name}/{p.name}", f"re-exported/{p.name}", lineterm="", n=1,
             )
             problems.append(f"{p.name} drifts from its re-export:\n" + "\n".join(list(diff)[:40]))
     return problems

@@ -31,8 +31,8 @@ import time
 from pathlib import Path
 
 from . import _git
-from ._series import Patch, Series
-from ._torch import InstalledTorch, find_installed_torch
+from ._series import Patch, Series, Stack
+from ._torch import InstalledPackage, find_installed
 from .errors import OverlayError
 
 FORMAT = 1  # bump when the layout of a cache entry changes
@@ -104,19 +104,20 @@ def apply_series(tree: Path, patches: tuple[Patch, ...], keep_going: bool) -> li
 # --------------------------------------------------------------------------- the tree
 
 
-def _shadow_tree(dest: Path, torch: InstalledTorch, files: list[str]) -> None:
-    """Create ``dest/torch`` linking to the installed package, with real files for ``files``."""
-    real_dirs = {Path("torch")}
+def _shadow_tree(dest: Path, pkg: InstalledPackage, files: list[str]) -> None:
+    """Create ``dest/<pkg>`` linking to the installed package, with real files for ``files``."""
+    real_dirs = {Path(pkg.name)}
     for f in files:
         rel = Path(f)
-        if rel.parts[0] != "torch":
+        if rel.parts[0] != pkg.name:
             raise OverlayError(
-                f"the series patches {f}, outside torch/; the overlay only carries torch/"
+                f"the {pkg.name} series patches {f}, outside {pkg.name}/; "
+                f"the overlay only carries {pkg.name}/ for it"
             )
         real_dirs.update(p for p in rel.parents if p != Path("."))
     for rel_dir in sorted(real_dirs, key=lambda p: len(p.parts)):
         (dest / rel_dir).mkdir()
-        src_dir = torch.root / rel_dir
+        src_dir = pkg.root / rel_dir
         if not src_dir.is_dir():
             continue  # a directory the series creates
         for entry in os.scandir(src_dir):
@@ -125,95 +126,142 @@ def _shadow_tree(dest: Path, torch: InstalledTorch, files: list[str]) -> None:
                 continue
             os.symlink(entry.path, dest / rel)
     for f in files:
-        src = torch.root / f
+        src = pkg.root / f
         if src.is_file():
             shutil.copyfile(src, dest / f)
 
 
-def entry_key(torch: InstalledTorch, series: Series) -> str:
+@dataclasses.dataclass(frozen=True)
+class Layer:
+    """One series over the installed package it patches."""
+
+    series: Series
+    pkg: InstalledPackage
+
+
+def layers(stack: Stack, force: bool = False) -> list[Layer]:
+    """Each series with its installed package; refuses a package that is not the series' BASE.
+
+    torch must be installed; a companion package (torchvision) that is not
+    installed is left out, so the torch series works on its own.
+    """
+    out = []
+    for series in stack.series:
+        pkg = find_installed(series.package, required=series.package == "torch")
+        if pkg is None:
+            continue
+        check_version(pkg, series, force)
+        out.append(Layer(series, pkg))
+    if not out or out[0].pkg.name != "torch":
+        raise OverlayError(f"{stack.dir} has no torch series")
+    return out
+
+
+def entry_key(layers_: list[Layer]) -> str:
     h = hashlib.sha256()
-    h.update(f"format={FORMAT}\0{torch.version}\0{torch.git_version}\0{torch.package_dir}\0".encode())
-    h.update(series.digest().encode())
-    for f in series.patched_files():
-        src = torch.root / f
-        h.update(f.encode() + b"\0" + (src.read_bytes() if src.is_file() else b"<new>") + b"\0")
+    h.update(f"format={FORMAT}\0".encode())
+    for layer in layers_:
+        pkg, series = layer.pkg, layer.series
+        h.update(f"{pkg.name}\0{pkg.version}\0{pkg.git_version}\0{pkg.package_dir}\0".encode())
+        h.update(series.digest().encode())
+        for f in series.patched_files():
+            src = pkg.root / f
+            h.update(f.encode() + b"\0" + (src.read_bytes() if src.is_file() else b"<new>") + b"\0")
     return h.hexdigest()
 
 
-def entry_path(torch: InstalledTorch, series: Series) -> tuple[Path, str]:
-    """Where the overlay entry for this torch and series lives, and its key."""
-    key = entry_key(torch, series)
-    return cache_dir() / f"torch-{torch.version}-{key[:20]}", key
+def entry_path(layers_: list[Layer]) -> tuple[Path, str]:
+    """Where the overlay entry for these packages and series lives, and its key."""
+    key = entry_key(layers_)
+    return cache_dir() / f"torch-{layers_[0].pkg.version}-{key[:20]}", key
 
 
-def is_built(torch: InstalledTorch, series: Series) -> bool:
-    return _valid_entry(*entry_path(torch, series))
+def is_built(layers_: list[Layer]) -> bool:
+    return _valid_entry(*entry_path(layers_))
 
 
-def check_version(torch: InstalledTorch, series: Series, force: bool) -> None:
-    if series.base.matches_version(torch.version) or force:
+def check_version(pkg: InstalledPackage, series: Series, force: bool) -> None:
+    if series.base.matches_version(pkg.version) or force:
         return
+    name, want = series.package, series.base.version
     raise OverlayError(
-        f"installed torch {torch.version} ({torch.package_dir}) is not the series' "
-        f"BASE torch {series.base.version}; install it with `pip install torch=={series.base.version}`, "
+        f"installed {name} {pkg.version} ({pkg.package_dir}) is not the series' "
+        f"BASE {name} {want}; install it with `pip install {name}=={want}`, "
         "or pass --force to try the series anyway"
     )
 
 
-def dry_run(series: Series, torch: InstalledTorch) -> list[PatchResult]:
+def dry_run(series: Series, pkg: InstalledPackage) -> list[PatchResult]:
     """Apply every patch to a scratch copy, continuing past failures; writes no cache."""
     with tempfile.TemporaryDirectory(prefix="torch_overlay-status-") as tmp:
-        _shadow_tree(Path(tmp), torch, series.patched_files())
+        _shadow_tree(Path(tmp), pkg, series.patched_files())
         return apply_series(Path(tmp), series.patches, keep_going=True)
 
 
 @dataclasses.dataclass(frozen=True)
 class Overlay:
     root: Path  # the directory to put first on sys.path
-    torch: InstalledTorch
-    series: Series
+    layers: tuple[Layer, ...]  # torch's first
     built: bool  # False when an existing entry was reused
+
+    @property
+    def torch(self) -> InstalledPackage:
+        return self.layers[0].pkg
+
+    @property
+    def series(self) -> Series:
+        """The torch series."""
+        return self.layers[0].series
 
 
 def ensure(
-    series: Series | None = None,
+    stack: Stack | None = None,
     *,
     force: bool = False,
     log=None,
 ) -> Overlay:
-    """Return the overlay for the installed torch and the series, building it if needed."""
-    series = series or Series.load()
-    torch = find_installed_torch()
-    check_version(torch, series, force)
+    """Return the overlay for the installed packages and their series, building it if needed."""
+    stack = stack or Stack.load()
+    layers_ = layers(stack, force)
     _git.require_git()
-    final, key = entry_path(torch, series)
+    final, key = entry_path(layers_)
     root = final.parent
     if _valid_entry(final, key):
-        return Overlay(final, torch, series, built=False)
+        return Overlay(final, tuple(layers_), built=False)
 
     tmp = _new_build_dir(root)
     if log:
-        log(f"building overlay for torch {torch.version} with {len(series.patches)} patch(es) in {final}")
+        what = " and ".join(
+            f"{len(l.series.patches)} patch(es) over {l.pkg.name} {l.pkg.version}" for l in layers_
+        )
+        log(f"building overlay: {what}, in {final}")
     try:
-        _shadow_tree(tmp, torch, series.patched_files())
-        results = apply_series(tmp, series.patches, keep_going=force)
-        failed = [r for r in results if not r.applied]
-        if force and log:
-            for r in results:
-                log(f"  {r.patch.name}: {'applied' if r.applied else 'FAILED: ' + r.error}")
+        failed = []
+        for layer in layers_:
+            _shadow_tree(tmp, layer.pkg, layer.series.patched_files())
+            results = apply_series(tmp, layer.series.patches, keep_going=force)
+            if force and log:
+                for r in results:
+                    log(f"  {r.patch.label}: {'applied' if r.applied else 'FAILED: ' + r.error}")
+            failed += [(layer, r) for r in results if not r.applied]
         if failed:
             raise OverlayError(
-                "the series does not apply to the installed torch "
-                f"{torch.version}; nothing was built:\n"
-                + "\n".join(f"  {r.patch.name}: {r.error}" for r in failed)
+                "the series does not apply to the installed packages; nothing was built:\n"
+                + "\n".join(f"  {r.patch.label} ({l.pkg.name} {l.pkg.version}): {r.error}" for l, r in failed)
             )
         meta = {
             "key": key,
-            "torch_version": torch.version,
-            "torch_git_version": torch.git_version,
-            "torch_dir": str(torch.package_dir),
-            "base": dataclasses.asdict(series.base),
-            "patches": [p.name for p in series.patches],
+            "packages": [
+                {
+                    "name": l.pkg.name,
+                    "version": l.pkg.version,
+                    "git_version": l.pkg.git_version,
+                    "dir": str(l.pkg.package_dir),
+                    "base": dataclasses.asdict(l.series.base),
+                    "patches": [p.name for p in l.series.patches],
+                }
+                for l in layers_
+            ],
         }
         (tmp / METADATA).write_text(json.dumps(meta, indent=2) + "\n")
         try:
@@ -222,13 +270,13 @@ def ensure(
             if not _valid_entry(final, key):  # lost a race against an identical build? fine.
                 raise
             shutil.rmtree(tmp, ignore_errors=True)
-            return Overlay(final, torch, series, built=False)
+            return Overlay(final, tuple(layers_), built=False)
     except BaseException as e:
         shutil.rmtree(tmp, ignore_errors=True)
         if isinstance(e, OSError):
             raise _cache_error(root, e) from None
         raise
-    return Overlay(final, torch, series, built=True)
+    return Overlay(final, tuple(layers_), built=True)
 
 
 def clean(keep: Path | None, *, stale_build_seconds: float = 3600.0) -> list[Path]:
@@ -306,7 +354,7 @@ def activate(patches_dir: Path | None = None, *, force: bool = False) -> Overlay
             "before the first `import torch`, or run the script under "
             "`python -m torch_overlay run -- python SCRIPT`"
         )
-    overlay = ensure(Series.load(patches_dir) if patches_dir else None, force=force)
+    overlay = ensure(Stack.load(patches_dir) if patches_dir else None, force=force)
     entry = str(overlay.root)
     if entry not in sys.path:
         sys.path.insert(0, entry)

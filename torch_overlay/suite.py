@@ -20,7 +20,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from ._series import REPO_ROOT, Patch, Series
+from ._series import REPO_ROOT, Patch, Stack
 from .overlay import Overlay, cache_dir, child_env
 from .errors import OverlayError
 
@@ -117,7 +117,7 @@ def _selected(test: str, paths: list[str]) -> bool:
 
 
 def failing_first(
-    series: Series, base: dict[str, str], patched: dict[str, str], paths: list[str]
+    series: Stack, base: dict[str, str], patched: dict[str, str], paths: list[str]
 ) -> tuple[list[Verdict], list[str]]:
     verdicts = [
         Verdict(n, owner(n, series.patches), base.get(n, "missing"), patched.get(n, "missing"))
@@ -126,17 +126,17 @@ def failing_first(
     problems = []
     for p in series.patches:
         if not p.tests:
-            problems.append(f"{p.name}: its header names no tests (add a 'Tests:' trailer)")
+            problems.append(f"{p.label}: its header names no tests (add a 'Tests:' trailer)")
         for t in p.tests:
             if _selected(t, paths) and not any(v.nodeid == t or v.nodeid.startswith(t + "::") for v in verdicts):
-                problems.append(f"{p.name}: Tests: {t} matches no collected test")
+                problems.append(f"{p.label}: Tests: {t} matches no collected test")
     return verdicts, problems
 
 
-def report(series: Series, verdicts: list[Verdict], problems: list[str], out=print) -> bool:
+def report(series: Stack, verdicts: list[Verdict], problems: list[str], out=print) -> bool:
     groups: dict[str, list[Verdict]] = {}
     for v in verdicts:
-        groups.setdefault(v.patch.name if v.patch else "(regression tests: no patch)", []).append(v)
+        groups.setdefault(v.patch.label if v.patch else "(regression tests: no patch)", []).append(v)
     out("")
     out("failing-first check: patch tests must fail on BASE and pass patched; regression tests pass on both")
     for name, vs in groups.items():
@@ -215,9 +215,10 @@ def run_tooling_tests(log=print) -> bool:
     return True
 
 
-def verify(series: Series, overlay: Overlay, paths: list[str], pytest_args: list[str], log=print) -> bool:
+def verify(series: Stack, overlay: Overlay, paths: list[str], pytest_args: list[str], log=print) -> bool:
     preflight(base_env(), paths)
-    log(f"[1/2] running {', '.join(paths)} on BASE (unpatched torch {overlay.torch.version}); "
+    unpatched = " and ".join(f"{l.pkg.name} {l.pkg.version}" for l in overlay.layers)
+    log(f"[1/2] running {', '.join(paths)} on BASE (unpatched {unpatched}); "
         "patch-owned tests are expected to fail here ...")
     base = run_pytest(paths, base_env(), ["-q", "--tb=no", "-p", "no:cacheprovider", *pytest_args], capture=True)
     summary = [line for line in base.output.splitlines() if line.strip()][-1:] or ["(no output)"]

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-PATCHES = REPO / "patches"
+PATCHES = REPO / "patches" / "torch"
 
 
 def run(*args, env=None, cwd=REPO, timeout=600):
@@ -240,7 +240,41 @@ def test_pyproject_declares_what_the_suite_imports():
 
     meta = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
     test_extra = " ".join(meta["optional-dependencies"]["test"])
-    for name in ("expecttest", "hypothesis", "pytest", "numpy"):
+    for name in ("expecttest", "hypothesis", "pytest", "numpy", "torchvision"):
         assert name in test_extra, name
-    base = dict(line.split(None, 1) for line in (PATCHES / "BASE").read_text().splitlines() if line.strip())
-    assert f"torch=={base['torch']}" in meta["dependencies"]
+    for package, declared in (("torch", meta["dependencies"]), ("torchvision", meta["optional-dependencies"]["test"])):
+        base = REPO / "patches" / package / "BASE"
+        pin = dict(line.split(None, 1) for line in base.read_text().splitlines() if line.strip())[package]
+        assert f"{package}=={pin}" in declared, (package, pin, declared)
+
+
+def test_audit_table_has_a_legend_and_fits_a_terminal(monkeypatch):
+    from torch_overlay import audit as audit_mod
+    from torch_overlay.overlay import Overlay
+
+    long_reason = "Unsupported: " + "a very long reason " * 20
+    base_rows = [
+        {"case": "random: flip (flag on)", "verdict": long_reason, "flags": ["hoist_torch_rng_scalars"],
+         "missing_flags": ["hoist_torch_rng_scalars"], "graphs": 2, "breaks": 1, "counted": 1},
+        {"case": "tvtensor: F.get_size(Image)", "verdict": "Observed exception: TypeError", "flags": [],
+         "missing_flags": [], "graphs": 1, "breaks": 0, "counted": 0},
+    ]
+    patched_rows = [
+        dict(base_rows[0], verdict="ok", missing_flags=[], graphs=1, breaks=0, counted=0),
+        dict(base_rows[1], verdict="ok"),
+    ]
+    results = iter([
+        {"rows": base_rows, "note": "", "torch_file": "/site/torch/__init__.py"},
+        {"rows": patched_rows, "note": "", "torch_file": "/overlay/torch/__init__.py"},
+    ])
+    monkeypatch.setattr(audit_mod, "run_worker", lambda *a, **k: next(results))
+    lines = []
+    fake = Overlay(root=Path("/overlay"), layers=(), built=False)
+    assert audit_mod.audit(fake, log=lines.append)
+    text = "\n".join(lines)
+    assert 'backend="eager", fullgraph=True' in text and "equals eager's" in text
+    assert max(len(line) for line in text.splitlines()) <= 160
+    table = [line for line in lines if line.startswith("random: flip")]
+    assert table == [table[0]] and "[flags]" in table[0] and "(flag on)" not in table[0]
+    assert "(no flag) break: Unsupported" in table[0]
+    assert "explain: agrees with fullgraph on 3 of 4 runs (2 cases x base and patched); 1 blind spot(s)" in text
