@@ -278,3 +278,24 @@ def test_audit_table_has_a_legend_and_fits_a_terminal(monkeypatch):
     assert table == [table[0]] and "[flags]" in table[0] and "(flag on)" not in table[0]
     assert "(no flag) break: Unsupported" in table[0]
     assert "explain: agrees with fullgraph on 3 of 4 runs (2 cases x base and patched); 1 blind spot(s)" in text
+
+
+def test_stack_reads_both_series_and_pr_takes_a_package():
+    from torch_overlay._series import Stack
+
+    stack = Stack.load(REPO / "patches")
+    assert [s.package for s in stack.series] == ["torch", "torchvision"]
+    series, patch = stack.select("torchvision:1")
+    assert series.package == "torchvision" and patch.label.startswith("torchvision/")
+    proc = run("pr", "torchvision:1")
+    assert proc.returncode == 0, proc.stderr
+    assert "of the torch_overlay torchvision series: patches/torchvision/" in proc.stdout
+    assert_one_line_error(run("pr", "torchvision:7"), "no patch '7'", "from 1 to")
+    assert_one_line_error(run("pr", "vision:1"), "no series 'vision'")
+
+
+def test_a_series_directory_must_hold_its_own_package(tmp_path):
+    root = tmp_path / "patches"
+    shutil.copytree(REPO / "patches", root)
+    (root / "torchvision" / "BASE").write_text((root / "torch" / "BASE").read_text())
+    assert_one_line_error(run("status", env={"TORCH_OVERLAY_PATCHES": str(root)}), "pins torch, but lives in torchvision/")
