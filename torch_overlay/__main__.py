@@ -252,8 +252,16 @@ def _threads(text: str) -> list[int]:
 
 def cmd_bench(args) -> int:
     from .bench import bench
+    from .stream import WORKLOADS, bench_streams
 
-    ok = bench(_ensure(args), args.threads, args.min_run_time, args.case, log=lambda m: print(m, flush=True))
+    log = lambda m: print(m, flush=True)  # noqa: E731
+    o = _ensure(args)
+    ok = True
+    if args.case or not args.workload:
+        ok &= bench(o, args.threads, args.min_run_time, args.case, log=log)
+    if args.workload or not args.case:
+        workloads = [w for w in WORKLOADS if w in (args.workload or WORKLOADS)]
+        ok &= bench_streams(o, workloads, args.images, args.passes, args.dataloader_images, log=log)
     return 0 if ok else 1
 
 
@@ -341,10 +349,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("patch", help="N or a file name (torch's series), or PACKAGE:N, e.g. torchvision:1")
     p.set_defaults(func=cmd_pr)
 
-    p = sub.add_parser("bench", parents=[common], help="eager vs inductor on BASE vs inductor patched: medians, ratios, compile time, memory")
+    p = sub.add_parser("bench", parents=[common], help="eager vs inductor, BASE vs patched: per-op medians and ratios, then torchvision transform streams")
     p.add_argument("--threads", type=_threads, default=[1, 0], help="comma list of thread counts, 'all' for every core (default: 1,all)")
     p.add_argument("--min-run-time", type=float, default=1.0, help="seconds of timing per measurement (default: %(default)s)")
-    p.add_argument("--case", action="append", default=[], help="only cases whose name contains this (repeatable)")
+    p.add_argument("--case", action="append", default=[], help="only per-op cases whose name contains this (repeatable)")
+    p.add_argument("--workload", action="append", default=[], choices=["classification", "detection", "dataloader"],
+                   help="only this stream workload of torchvision's transforms (repeatable; default: all, after the per-op table)")
+    p.add_argument("--images", type=int, default=40, help="images per stream pass (default: %(default)s; graphs are also counted at 10x)")
+    p.add_argument("--passes", type=int, default=3, help="timed passes over the stream (default: %(default)s)")
+    p.add_argument("--dataloader-images", type=int, default=1000, help="images in the DataLoader run (default: %(default)s)")
     p.set_defaults(func=cmd_bench)
 
     p = sub.add_parser("audit", parents=[common], help="compile every model case fullgraph on BASE and patched; print the table")

@@ -1,4 +1,4 @@
-"""Materialise the patch series over an installed torch, without touching site-packages.
+"""Materialise the patch series over the installed torch (and torchvision), without touching site-packages.
 
 The overlay is a *shadow package tree*: a directory ``<entry>/torch`` that mirrors
 the installed ``torch`` package.  Directories on the way to a patched file are
@@ -11,10 +11,13 @@ classify code by comparing file paths against ``dirname(torch.__file__)``: a
 patched module sits exactly where the rest of torch expects it.  Tracebacks,
 ``inspect`` and ``linecache`` read the real patched file on disk.
 
-Each entry is keyed by the installed torch (version, location, the bytes of the
-files the series patches) and by the series content; it is built in a temporary
-directory and renamed into place, so concurrent builders never see a half-built
-tree and a stale entry is never reused.
+The companion torchvision series gets the same treatment in ``<entry>/torchvision``
+when torchvision is installed (it is left out otherwise).
+
+Each entry is keyed by every installed package a series patches (version,
+location, the bytes of the files the series patches) and by the series content;
+it is built in a temporary directory and renamed into place, so concurrent
+builders never see a half-built tree and a stale entry is never reused.
 """
 
 from __future__ import annotations
