@@ -141,7 +141,7 @@ def run_stream(workload: str, config: str, n: int, passes: int) -> dict:
     missing = [f for f in FLAGS if not hasattr(torch._dynamo.config, f)]
     if config != "default":
         if missing:
-            result["note"] = "no such flags here (" + ", ".join(missing) + "): runs with the defaults"
+            result["note"] = "no such flags: defaults"
         for f in FLAGS:
             if hasattr(torch._dynamo.config, f):
                 setattr(torch._dynamo.config, f, True)
@@ -244,7 +244,7 @@ def run_dataloader(config: str, n: int, workers: int = 2) -> dict:
     if config != "default":
         missing = [f for f in FLAGS if not hasattr(torch._dynamo.config, f)]
         if missing:
-            result["note"] = "no such flags here (" + ", ".join(missing) + "): runs with the defaults"
+            result["note"] = "no such flags: defaults"
         for f in FLAGS:
             if hasattr(torch._dynamo.config, f):
                 setattr(torch._dynamo.config, f, True)
@@ -259,7 +259,10 @@ def run_dataloader(config: str, n: int, workers: int = 2) -> dict:
             for _, rss in loader:
                 peak = max(peak, int(rss))
         except Exception as e:  # noqa: BLE001 - a configuration that does not compile is a row
-            result["error"] = f"{side}: {type(e).__name__}: {(str(e).splitlines() or [''])[0][:120]}"
+            # A worker's error arrives wrapped; its first line names the worker, the
+            # last line of the original traceback says what went wrong.
+            lines = [line for line in str(e).splitlines() if line.strip()] or [type(e).__name__]
+            result["error"] = f"{side}: {lines[-1].strip()[:120]}"
             return result
         elapsed = time.perf_counter() - start
         result[f"{side}_images_per_s"] = n / elapsed
