@@ -11,7 +11,7 @@ import torch._dynamo.test_case
 import torch.nn.functional as F
 from torch._inductor.utils import fresh_cache
 
-from tv_dispatch_model import InductorVsEagerMixin, make_image
+from tv_dispatch_model import InductorVsEagerMixin, for_each_x86_isa, make_image
 from tv_model_kernels import gaussian_blur, gaussian_blur_image
 
 
@@ -37,6 +37,7 @@ class _ConvCheck(InductorVsEagerMixin):
         return self.code(fn, *args, dynamic=dynamic, **_tolerance(args[0].dtype))
 
 
+@for_each_x86_isa
 class InductorDepthwiseConvCodegenTests(_ConvCheck, torch._dynamo.test_case.TestCase):
     def assertOneFusedKernel(self, code, ctype):
         self.assertNotIn("convolution(", code)

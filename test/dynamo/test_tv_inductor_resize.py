@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as nnF
 from torch._dynamo.test_case import TestCase
 
-from tv_dispatch_model import InductorVsEagerMixin
+from tv_dispatch_model import InductorVsEagerMixin, for_each_x86_isa
 
 
 def _image(*shape: int, dtype: torch.dtype = torch.uint8) -> torch.Tensor:
@@ -48,6 +48,7 @@ def _upsample_call_arg(code: str, op: str) -> str:
     return calls[0]
 
 
+@for_each_x86_isa
 class AntialiasResizeDenseInputTests(InductorVsEagerMixin, TestCase):
     """A strided uint8 input reaches ATen's antialias kernels as a dense buffer."""
 
@@ -81,6 +82,7 @@ class AntialiasResizeDenseInputTests(InductorVsEagerMixin, TestCase):
         self.assertCopiedInput(self.code(fn, img), "_upsample_bilinear2d_aa")
 
 
+@for_each_x86_isa
 class AntialiasResizeLayoutControlTests(InductorVsEagerMixin, TestCase):
     """Dense and non-uint8 inputs pass through; compiled equals eager on edge sizes."""
 

@@ -18,7 +18,7 @@ import torch
 import torch._dynamo.test_case
 from torch._inductor import config as inductor_config
 
-from tv_dispatch_model import equalize_image, InductorVsEagerMixin, make_image
+from tv_dispatch_model import equalize_image, InductorVsEagerMixin, for_each_x86_isa, make_image
 
 
 def _image(*shape, dtype=torch.uint8, seed=0):
@@ -65,6 +65,7 @@ class _ThreadsMixin(InductorVsEagerMixin):
         super().tearDown()
 
 
+@for_each_x86_isa
 class Int64ScatterAddCodegenTests(_ThreadsMixin, torch._dynamo.test_case.TestCase):
     """An int64 scatter_add_ on CPU is a generated loop, not an aten fallback."""
 
@@ -101,6 +102,7 @@ class Int64ScatterAddCodegenTests(_ThreadsMixin, torch._dynamo.test_case.TestCas
         self.assertIn("empty_strided_cpu((3, 256), (256, 1), torch.int64)", code)
 
 
+@for_each_x86_isa
 class GatherTableCodegenTests(_ThreadsMixin, torch._dynamo.test_case.TestCase):
     """A pointwise input that gather reads more often than it has elements is computed once."""
 
@@ -120,6 +122,7 @@ class GatherTableCodegenTests(_ThreadsMixin, torch._dynamo.test_case.TestCase):
         self.assertEqual(code.count("floor_divide_integral("), 1)
 
 
+@for_each_x86_isa
 class Int8ToInt64CodegenTests(_ThreadsMixin, torch._dynamo.test_case.TestCase):
     """8-bit -> int64 vectors widen through int32 on x86 (AVX2, AVX-512)."""
 

@@ -408,11 +408,87 @@ class InductorVsEagerMixin:
         from torch._inductor import config as inductor_config
         from torch._inductor.utils import run_and_get_code
 
+        isa = getattr(self, "vec_isa", None)
+        if isa is None or isa == self.X86_VEC_ISAS[0]:
+            compiled = torch.compile(fn, backend="inductor", fullgraph=True, dynamic=dynamic)
+            with inductor_config.patch(fx_graph_cache=False):
+                actual, (code,) = run_and_get_code(compiled, *args)
+            self.assertMatchesEager(actual, fn(*args), atol=atol, rtol=rtol)
+        # under for_each_x86_isa: the code of the ISA the test is at, generated only
+        return code if isa is None else self.code_for_isa(isa, fn, *args, dynamic=dynamic)
+
+    # The vector ISAs Inductor picks on x86 (cpu_vec_isa.valid_vec_isa_list), by name.
+    X86_VEC_ISAS = ("avx2", "avx512", "amx")
+
+    def code_for_isa(self, isa: str, fn: Callable, *args: Any, dynamic: bool | None = None) -> str:
+        """The code Inductor generates for fn when it picks the vector ISA ``isa``.
+
+        Generated only (``get_code``: not compiled, not run), so the code of every
+        x86 ISA can be checked on any x86 CPU, whichever ISA it has; ``check``
+        runs the code of the machine's own ISA against eager.
+        """
+        from unittest import mock
+
+        from torch._inductor import config as inductor_config, cpu_vec_isa
+        from torch._inductor.graph import GraphLowering
+
+        base = {"avx2": cpu_vec_isa.VecAVX2, "avx512": cpu_vec_isa.VecAVX512, "amx": cpu_vec_isa.VecAMX}[isa]
+        # Taken as usable without the ISA's own probes (a build-and-load check and,
+        # for AMX, a CPUID check), which fail on a CPU that lacks it.
+        picked = type(f"Picked{base.__name__}", (base,), {"__bool__": lambda self: True, "__hash__": base.__hash__})()
+        generated: list[str] = []
+
+        class Generated(Exception):
+            pass
+
+        def codegen_only(graph: GraphLowering) -> Any:
+            # like torch._inductor.utils.get_code, but stop right after codegen:
+            # nothing is compiled, and no stand-in module has to pass for the real one
+            wrapper, _ = graph.codegen_with_cpp_wrapper() if graph.cpp_wrapper else graph.codegen()
+            generated.append(wrapper.value)
+            raise Generated
+
+        torch._dynamo.reset()
         compiled = torch.compile(fn, backend="inductor", fullgraph=True, dynamic=dynamic)
-        with inductor_config.patch(fx_graph_cache=False):
-            actual, (code,) = run_and_get_code(compiled, *args)
-        self.assertMatchesEager(actual, fn(*args), atol=atol, rtol=rtol)
+        with mock.patch.object(cpu_vec_isa, "pick_vec_isa", lambda: picked), mock.patch.object(
+            GraphLowering, "compile_to_module", codegen_only
+        ), inductor_config.patch(fx_graph_cache=False):
+            try:
+                compiled(*args)
+            except Exception:
+                if not generated:
+                    raise
+        torch._dynamo.reset()
+        (code,) = generated
         return code
+
+def for_each_x86_isa(cls: type) -> type:
+    """Run each test of an InductorVsEagerMixin class once per x86 vector ISA.
+
+    In the run for ``self.vec_isa``, ``self.code(...)`` returns the code Inductor
+    generates on that ISA (see ``code_for_isa``); the first run also compiles for
+    this machine and checks that against eager.  A test states what it expects on
+    each ISA, branching on ``self.vec_isa`` where the code differs, so nothing it
+    checks depends on which x86 CPU runs it, and no ISA is skipped.
+    """
+
+    def each_isa(test: Callable) -> Callable:
+        @functools.wraps(test)
+        def run(self: Any) -> None:
+            for isa in self.X86_VEC_ISAS:
+                with self.subTest(vec_isa=isa):
+                    self.vec_isa = isa
+                    try:
+                        test(self)
+                    finally:
+                        self.vec_isa = None
+
+        return run
+
+    for name, value in list(vars(cls).items()):
+        if name.startswith("test") and callable(value):
+            setattr(cls, name, each_isa(value))
+    return cls
 
 
 class CompiledVsEagerMixin:
