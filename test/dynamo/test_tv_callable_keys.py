@@ -273,6 +273,19 @@ class CallableKeyRegressionTests(CallSequenceMixin, torch._dynamo.test_case.Test
         out = self.check_one_frame(fn, make_image(), FUNCTIONALS)
         self.assertEqual(out, make_image().flip(-1) * 2.0 * 10.0)
 
+    def test_method_dict_is_its_function_dict(self):
+        # A bound method forwards attribute reads to its function: its __dict__
+        # is the function's (a registry may tag its kernels with attributes).
+        def fn(x, functionals):
+            return x * functionals.flip.__dict__["weight"] + FLIP_MODULE.flip.__dict__.get("weight", 0.0)
+
+        Functionals.flip.weight = 3.0
+        try:
+            out = self.check_one_frame(fn, make_image(), FUNCTIONALS)
+        finally:
+            del Functionals.flip.weight
+        self.assertEqual(out, make_image() * 3.0)
+
     def test_static_methods_through_class_and_instance(self):
         def fn(x):
             return x * METHOD_REGISTRY[FUNCTIONALS.static] + METHOD_REGISTRY[Functionals.static]

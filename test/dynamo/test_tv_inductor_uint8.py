@@ -12,7 +12,7 @@ values and dtype, at edge sizes.
 import torch
 import torch._dynamo.test_case
 
-from tv_dispatch_model import InductorVsEagerMixin
+from tv_dispatch_model import InductorVsEagerMixin, for_each_x86_isa
 
 
 def _image(*shape, dtype=torch.uint8):
@@ -46,6 +46,7 @@ def _flip_to_float(x):
     return x.flip(-1).to(torch.float32) * 2.0
 
 
+@for_each_x86_isa
 class InductorUint8VecCodegenTests(InductorVsEagerMixin, torch._dynamo.test_case.TestCase):
     # 512 is a multiple of every vector width (32 lanes of uint8 on AVX2, 64 on
     # AVX-512), so the main loop has no tail and every access is a full vector.
@@ -82,6 +83,7 @@ class InductorUint8VecCodegenTests(InductorVsEagerMixin, torch._dynamo.test_case
         self.assertIn("at::vec::flip(tmpbuf[1 - i])", code)
 
 
+@for_each_x86_isa
 class InductorReversedTailLoadCodegenTests(InductorVsEagerMixin, torch._dynamo.test_case.TestCase):
     # Widths whose rows end in a vectorized tail on AVX2 and AVX-512 alike: 500
     # bytes are 15 x 32 + 20 (7 x 64 + 52); 15 floats are 8 + 7 (on AVX-512, a
@@ -106,6 +108,35 @@ class InductorReversedTailLoadCodegenTests(InductorVsEagerMixin, torch._dynamo.t
         code = self.code(_hflip, _image(3, 8, 500), dynamic=True)
         self.assertNotIn("tmpbuf", code)
         self.assertIn("std::memcpy(buffer.data() + ", code)
+
+
+@for_each_x86_isa
+class InductorWiderLoadCodegenTests(InductorVsEagerMixin, torch._dynamo.test_case.TestCase):
+    # Only 8-bit full-vector loads drop the count: the other dtypes' counted
+    # loadu(ptr, count) has a count == size() fast path, and upstream's codegen
+    # tests pin that form (test_cpu_repro.py::test_vec_indirect_load_cse_cache).
+
+    def _lanes(self):
+        return 8 if self.vec_isa == "avx2" else 16
+
+    def test_float_full_vector_load_keeps_its_count(self):
+        code = self.code(_add_one, _image(3, 8, 512, dtype=torch.float32))
+        self.assertIn(
+            "Vectorized<float>::loadu(in_ptr0 + static_cast<int64_t>(x0), "
+            f"static_cast<int64_t>({self._lanes()}))",
+            code,
+        )
+
+    def test_indirect_int64_load_keeps_its_count(self):
+        # an int64 gather in a float-tiled kernel: its buffer is loaded as a
+        # VectorizedN<int64_t, 2> with the count
+        def fn(x, idx):
+            return x[idx] * 2.0
+
+        x = _image(1000, dtype=torch.float32)
+        idx = torch.randint(0, 1000, (512,), generator=torch.Generator().manual_seed(1))
+        code = self.code(fn, x, idx)
+        self.assertRegex(code, r"VectorizedN<int64_t,2>::loadu\(in_ptr0 \+ [^;]*, static_cast<int64_t>\(\d+\)\)")
 
 
 class InductorReversedTailTests(InductorVsEagerMixin, torch._dynamo.test_case.TestCase):
