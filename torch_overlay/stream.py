@@ -128,6 +128,19 @@ def _counts() -> dict:
     }
 
 
+def _set_flags(config: str, result: dict) -> None:
+    """Turn the random-transform flags on unless ``config`` is the default; note where they don't exist."""
+    import torch._dynamo
+
+    if config == "default":
+        return
+    if any(not hasattr(torch._dynamo.config, f) for f in FLAGS):
+        result["note"] = "no such flags: defaults"
+    for f in FLAGS:
+        if hasattr(torch._dynamo.config, f):
+            setattr(torch._dynamo.config, f, True)
+
+
 def run_stream(workload: str, config: str, n: int, passes: int) -> dict:
     """One (workload, configuration) in this process: see the module docstring."""
     import torch
@@ -138,13 +151,7 @@ def run_stream(workload: str, config: str, n: int, passes: int) -> dict:
     prepare()
     torch.set_num_threads(1)
     result: dict = {"workload": workload, "config": config, "n": n, "torch_file": torch.__file__}
-    missing = [f for f in FLAGS if not hasattr(torch._dynamo.config, f)]
-    if config != "default":
-        if missing:
-            result["note"] = "no such flags: defaults"
-        for f in FLAGS:
-            if hasattr(torch._dynamo.config, f):
-                setattr(torch._dynamo.config, f, True)
+    _set_flags(config, result)
     transform = classification_transform() if workload == "classification" else detection_transform()
     compiled = torch.compile(transform, fullgraph=config == "fullgraph")
     samples = _samples(workload, n)
@@ -241,13 +248,7 @@ def run_dataloader(config: str, n: int, workers: int = 2) -> dict:
 
     prepare()
     result: dict = {"workload": "dataloader", "config": config, "n": n, "torch_file": torch.__file__}
-    if config != "default":
-        missing = [f for f in FLAGS if not hasattr(torch._dynamo.config, f)]
-        if missing:
-            result["note"] = "no such flags: defaults"
-        for f in FLAGS:
-            if hasattr(torch._dynamo.config, f):
-                setattr(torch._dynamo.config, f, True)
+    _set_flags(config, result)
     for side, transform in (("eager", classification_transform()), ("compiled", _Compiled(config))):
         loader = torch.utils.data.DataLoader(
             _GeneratedImages(n, transform), batch_size=None, num_workers=workers,
