@@ -240,7 +240,8 @@ def cmd_pr(args) -> int:
 def cmd_audit(args) -> int:
     from .audit import audit
 
-    return 0 if audit(_ensure(args), log=lambda m: print(m, flush=True)) else 1
+    ok = audit(_ensure(args), log=lambda m: print(m, flush=True), jobs=args.jobs, force=args.force)
+    return 0 if ok else 1
 
 
 def _threads(text: str) -> list[int]:
@@ -360,7 +361,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dataloader-images", type=int, default=1000, help="images in the DataLoader run (default: %(default)s)")
     p.set_defaults(func=cmd_bench)
 
-    p = sub.add_parser("audit", parents=[common], help="compile every model case fullgraph on BASE and patched; print the table")
+    p = sub.add_parser("audit", parents=[common], help="compile the model and torchvision fullgraph on BASE and patched, "
+                       "and the model against torchvision; print the tables")
+    p.add_argument("--jobs", type=int, default=2, help="worker processes at a time (default: %(default)s)")
     p.set_defaults(func=cmd_audit)
     return parser
 

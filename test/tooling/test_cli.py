@@ -263,11 +263,16 @@ def test_audit_table_has_a_legend_and_fits_a_terminal(monkeypatch):
         dict(base_rows[0], verdict="ok", missing_flags=[], graphs=1, breaks=0, counted=0),
         dict(base_rows[1], verdict="ok"),
     ]
-    results = iter([
-        {"rows": base_rows, "note": "", "torch_file": "/site/torch/__init__.py"},
-        {"rows": patched_rows, "note": "", "torch_file": "/overlay/torch/__init__.py"},
-    ])
-    monkeypatch.setattr(audit_mod, "run_worker", lambda *a, **k: next(results))
+
+    def run_worker(module, parts, env, *, capture):
+        # Workers run side by side: answer by which torch (base or overlay) and which parts.
+        patched = "TORCH_OVERLAY_ROOT" in env
+        result = {"note": "", "torch_file": ("/overlay" if patched else "/site") + "/torch/__init__.py"}
+        if "model" in parts:
+            result["model"] = patched_rows if patched else base_rows
+        return result
+
+    monkeypatch.setattr(audit_mod, "run_worker", run_worker)
     lines = []
     fake = Overlay(root=Path("/overlay"), layers=(), built=False)
     assert audit_mod.audit(fake, log=lines.append)
