@@ -46,7 +46,7 @@ EAGER_RAISED = "EAGER RAISED"  # the case itself is broken: its eager call raise
 NOT_BUILT = "MIRROR NOT BUILT"
 
 # The random-transform flags the torch series adds; "flags on" turns on both.
-RANDOM_FLAGS = {"hoist_torch_rng_scalars": True, "data_dependent_branches_as_cond": True}
+RANDOM_FLAGS = {"hoist_torch_rng_draws": True, "data_dependent_branches_as_cond": True}
 WIDTH = 160  # no output line is longer
 
 
@@ -274,7 +274,7 @@ transform classes on a pure tensor and on the mixed sample (Image, BoundingBoxes
 Random rows are called from torch.manual_seed(s) for s in 0, 1, 2 (RandomPhotometricDistort: 0, 1): each
 call's output and the RNG state after it must equal eager's. Columns, all fullgraph=True, backend eager unless said:
   base      plain torch + plain torchvision (the random flags do not exist there)
-  torch     the torch series alone, plain torchvision; +flags: with hoist_torch_rng_scalars and
+  torch     the torch series alone, plain torchvision; +flags: with hoist_torch_rng_draws and
             data_dependent_branches_as_cond on
   t+v       the torch and the torchvision series (the full overlay); +flags: as above
   inductor  t+v with the flags on, backend inductor, only on the rows marked * (a representative subset;

@@ -336,6 +336,25 @@ MIRRORS: dict[str, Mirror] = {
         T_ + "RandomResizedCrop",
         fn=lambda tv: tv.T.RandomResizedCrop((8, 8), scale=(0.3, 1.0), ratio=(3 / 4, 4 / 3), antialias=True),
     ),
+    # tv_model_random_draws
+    "random: op order by randperm (flag on)": Mirror(
+        T_ + "ColorJitter", fn=lambda tv: tv.T.ColorJitter(brightness=(0.6, 1.4), hue=(-0.1, 0.1))
+    ),
+    "random: elastic displacement by rand (flag on)": Mirror(
+        T_ + "ElasticTransform.make_params",
+        fn=lambda tv: (lambda t: lambda x: t.make_params([x])["displacement"])(tv.T.ElasticTransform(5.0, 2.0)),
+    ),
+    "random: erasing with tensor-bounded draws (flag on)": Mirror(
+        T_ + "RandomErasing", fn=lambda tv: tv.T.RandomErasing(p=1.0)
+    ),
+    "random: resized crop with tensor-bounded draws (flag on)": Mirror(
+        T_ + "RandomResizedCrop",
+        fn=lambda tv: tv.T.RandomResizedCrop((8, 8), scale=(0.3, 1.0), ratio=(3 / 4, 4 / 3), antialias=True),
+    ),
+    "perspective coefficients as floats": Mirror(_PERSPECTIVE, args=lambda a: (*a, None)),
+    "random: magnitude from a constant linspace (flag on)": Mirror(
+        T_ + "RandAugment", fn=lambda tv: tv.T.RandAugment(num_ops=1)
+    ),
     # tv_model_random_branches
     "branch as cond: random horizontal flip": Mirror(T_ + "RandomHorizontalFlip", fn=lambda tv: tv.T.RandomHorizontalFlip(0.5)),
     "branch as cond: random horizontal flip (hoisted draw)": Mirror(
@@ -437,38 +456,16 @@ NOT_MIRRORED: dict[str, str] = {
 # the change that removes the entry: a torch-series patch (then torchvision
 # compiles like the model), or a model change (then the model breaks like
 # torchvision, and the patch that fixes torchvision fixes the model too).
-_RANDAUGMENT = Drift(
-    expect="torchvision breaks: UserError: Could not guard on data-dependent expression",
-    why="RandAugment reads its magnitude as float(magnitudes[i]) of a linspace tensor, an unbacked float that is not "
-    "a hoisted draw, and the chosen op's argument check (adjust_saturation's `if saturation_factor < 0`) guards on "
-    "it; the model's op choice applies constant arguments",
-    until="a torch-series patch specializing (restarting on) a guard on .item() of a constant tensor read at a drawn "
-    "index, or the model drawing a magnitude and sign as RandAugment does",
-)
-_COLOR_JITTER = Drift(
-    expect="torchvision breaks: Data-dependent branching",
-    why="ColorJitter draws an op order with torch.randperm(4) and branches on each element (`for fn_id in fn_idx: "
-    "if fn_id == 0 ...`); randperm is not a one-element draw, so neither flag takes it; the model draws the factor only",
-    until="a torch-series patch hoisting torch.randperm(n) into the prologue like one-element draws (one graph per "
-    "order), or the model drawing the order as ColorJitter does",
-)
 _COND_FLIP = Drift(
     expect="torchvision breaks: Data-dependent branching",
     why="without hoisting, the rest of _RandomApplyTransform.forward after `if torch.rand(1) >= self.p` is refused as "
     "a torch.cond (\"HOP: Unsafe side effect: Mutating a variable from outside the scope of this HOP\"): make_params and "
     "the per-leaf transform() over the list tree_flatten built before the branch; the model's continuation calls the "
-    "functional directly. With hoist_torch_rng_scalars too, both compile",
+    "functional directly. With hoist_torch_rng_draws too, both compile",
     until="a torch-series patch to the cond conversion (patch 12) accepting that continuation, or the model "
     "flattening before the branch as Transform.forward does",
 )
 KNOWN_DRIFT: dict[str, Drift] = {
-    "perspective coefficients (lstsq)": Drift(
-        expect="torchvision breaks: Tensor.tolist() with non-integer tensor",
-        why="torchvision's _perspective_coefficients returns _get_perspective_coeffs' res.tolist(), a list of Python "
-        "floats, which Dynamo does not trace; the model returns the lstsq solution as a tensor",
-        until="a torch-series patch tracing .tolist() of a float tensor as unbacked floats, or the model calling "
-        ".tolist() as torchvision does",
-    ),
     "caught: register_kernel(not a dispatcher)": Drift(
         expect="torchvision breaks: Unsupported method call",
         why="torchvision's register_kernel tests getattr(functional, '__module__', '').startswith(...); on a builtin "
@@ -476,18 +473,6 @@ KNOWN_DRIFT: dict[str, Drift] = {
         "model tests `functional not in _KERNEL_REGISTRY`",
         until="a torch-series patch folding getattr(builtin, '__module__') to a constant, or the model testing "
         "__module__ as torchvision does",
-    ),
-    "random: op choice by randint (flag on)": _RANDAUGMENT,
-    "branch as cond: op choice by randint (hoisted draw)": _RANDAUGMENT,
-    "random: brightness factor by uniform_ (flag on)": _COLOR_JITTER,
-    "random: hue factor by uniform_ (flag on)": _COLOR_JITTER,
-    "random: resized crop search (flag on)": Drift(
-        expect="torchvision breaks: UserError: Could not guard on data-dependent expression",
-        why="RandomResizedCrop draws the aspect ratio as torch.exp(torch.empty(1).uniform_(log_ratio[0], "
-        "log_ratio[1])).item(): 0-d tensor bounds, exp on the tensor, so what is read is not the hoisted draw and a "
-        "guard on it cannot restart specialized; the model draws with float bounds and takes math.exp of the item",
-        until="the model drawing as RandomResizedCrop does, then a torch-series patch specializing .item() of tensors "
-        "computed from hoisted draws",
     ),
     "branch as cond: random horizontal flip": _COND_FLIP,
     "branch as cond: random flip in an inlined call": _COND_FLIP,

@@ -20,7 +20,7 @@ so compile time counts as a user's first pass would.  Workloads:
     worker.
 
 Each stream workload is measured in three configurations: Dynamo's defaults,
-the random-transform flags on (``hoist_torch_rng_scalars``,
+the random-transform flags on (``hoist_torch_rng_draws``,
 ``data_dependent_branches_as_cond``; BASE has no such flags and says so), and
 ``fullgraph=True`` with the flags (reported as "does not compile" with the
 reason when it does not).  Per configuration: the first pass over the images
@@ -39,7 +39,7 @@ import time
 
 WORKLOADS = ("classification", "detection", "dataloader")
 CONFIGS = ("default", "flags", "fullgraph")
-FLAGS = ("hoist_torch_rng_scalars", "data_dependent_branches_as_cond")
+FLAGS = ("hoist_torch_rng_draws", "data_dependent_branches_as_cond")
 MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
 
 

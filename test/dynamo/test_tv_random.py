@@ -20,7 +20,7 @@ class HoistTorchRngScalarsTests(torch._dynamo.test_case.TestCase):
         compiled = torch.compile(fn, backend=cnt, fullgraph=True)
         outs = set()
         with torch._dynamo.config.patch(
-            hoist_torch_rng_scalars=True, recompile_limit=64
+            hoist_torch_rng_draws=True, recompile_limit=64
         ):
             for eager, eager_next, out, out_next in seeded_calls(
                 fn, compiled, range(calls), lambda: (x,)

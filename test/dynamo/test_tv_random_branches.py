@@ -17,7 +17,7 @@ from tv_model_random_branches import (
 
 
 COND = "data_dependent_branches_as_cond"
-HOIST = "hoist_torch_rng_scalars"
+HOIST = "hoist_torch_rng_draws"
 REASON = "could not be compiled as a torch.cond"
 
 

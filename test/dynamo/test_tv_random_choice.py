@@ -22,7 +22,7 @@ class UnbackedSymBoolBranchAsCondTests(torch._dynamo.test_case.TestCase):
         compiled = torch.compile(rand_augment_choice, backend=cnt, fullgraph=True)
         ops = set()
         with torch._dynamo.config.patch(
-            hoist_torch_rng_scalars=True,
+            hoist_torch_rng_draws=True,
             data_dependent_branches_as_cond=True,
             error_on_recompile=True,
         ):

@@ -55,7 +55,7 @@ class RandomParamsMixin:
         cnt = CompileCounter()
         compiled = torch.compile(fn, backend=cnt, fullgraph=fullgraph)
         with torch._dynamo.config.patch(
-            hoist_torch_rng_scalars=True,
+            hoist_torch_rng_draws=True,
             error_on_recompile=error_on_recompile,
             recompile_limit=calls,
             # without fullgraph, .item() is traced only with this on
@@ -108,7 +108,7 @@ class HoistTorchRngSymbolicFloatsTests(
         compiled = torch.compile(
             color_jitter_brightness, backend=backend, fullgraph=True
         )
-        with torch._dynamo.config.patch(hoist_torch_rng_scalars=True):
+        with torch._dynamo.config.patch(hoist_torch_rng_draws=True):
             compiled(torch.rand(3, 4, 5))
         (gm,) = graphs
         self.assertEqual(

@@ -7,7 +7,7 @@
   ``uniform_(...).item()`` fed to ``math.log``/``math.exp``/``int(round(...))`` and
   ``torch.randint``, then the ``resized_crop`` functional.
 
-They compile fullgraph only with ``torch._dynamo.config.hoist_torch_rng_scalars``
+They compile fullgraph only with ``torch._dynamo.config.hoist_torch_rng_draws``
 (the series' last patch); the audit rows turn it on where it exists.
 """
 
@@ -102,7 +102,7 @@ def _seeded_image(seed: int, dtype: torch.dtype = torch.float32) -> tuple[torch.
     return (image,)
 
 
-_HOIST = {"hoist_torch_rng_scalars": True}
+_HOIST = {"hoist_torch_rng_draws": True}
 
 # name -> (callable, argument factory, Dynamo config to apply where it exists)
 AUDIT_CASES = {

@@ -8,7 +8,7 @@
 
 They compile fullgraph, in one graph for both outcomes, only with
 ``torch._dynamo.config.data_dependent_branches_as_cond``; the audit rows turn it
-on (and ``hoist_torch_rng_scalars`` in one row) where it exists.
+on (and ``hoist_torch_rng_draws`` in one row) where it exists.
 """
 
 from __future__ import annotations

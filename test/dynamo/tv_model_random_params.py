@@ -10,7 +10,7 @@ Each draws ``torch.empty(1).uniform_(a, b).item()`` and feeds the float to a fun
 * ``random_crop``: ``RandomCrop``'s offsets, ``torch.randint(...).item()`` used as slice
   starts, for contrast (integers that index stay specialized).
 
-With ``torch._dynamo.config.hoist_torch_rng_scalars`` the floats are traced as unbacked
+With ``torch._dynamo.config.hoist_torch_rng_draws`` the floats are traced as unbacked
 symbols (one graph for every draw); the audit rows turn it on where it exists.
 """
 

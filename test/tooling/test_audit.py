@@ -155,7 +155,7 @@ def fake_workers(monkeypatch):
     """Results keyed by (side, parts); the test may replace any of them before calling audit()."""
     from torch_overlay.tv_audit import GROUPS
 
-    flags = ["hoist_torch_rng_scalars"]
+    flags = ["hoist_torch_rng_draws"]
     base_model = [
         model_row("F.horizontal_flip"),
         model_row("random: flip (flag on)", LONG, flags, flags, graphs=2, breaks=1, counted=1),

@@ -254,8 +254,8 @@ def test_audit_table_has_a_legend_and_fits_a_terminal(monkeypatch):
 
     long_reason = "Unsupported: " + "a very long reason " * 20
     base_rows = [
-        {"case": "random: flip (flag on)", "verdict": long_reason, "flags": ["hoist_torch_rng_scalars"],
-         "missing_flags": ["hoist_torch_rng_scalars"], "graphs": 2, "breaks": 1, "counted": 1},
+        {"case": "random: flip (flag on)", "verdict": long_reason, "flags": ["hoist_torch_rng_draws"],
+         "missing_flags": ["hoist_torch_rng_draws"], "graphs": 2, "breaks": 1, "counted": 1},
         {"case": "tvtensor: F.get_size(Image)", "verdict": "Observed exception: TypeError", "flags": [],
          "missing_flags": [], "graphs": 1, "breaks": 0, "counted": 0},
     ]

@@ -1,0 +1,122 @@
+# Owner(s): ["module: dynamo"]
+"""Hoisting torch RNG draws of any size, and uniform_ draws bounded by tensors the frame reads.
+
+``HoistMultiElementDrawsTests``: with ``hoist_torch_rng_draws``, ColorJitter's
+``torch.randperm(4)`` order, ElasticTransform's full-size ``torch.rand`` field and
+RandomErasing's ``normal_`` patch are drawn by the prologue in eager order, so branching on
+the order compiles (one graph per order) and Inductor computes with eager's draws.
+
+``HoistTensorBoundedDrawsTests``: RandomResizedCrop's and RandomErasing's
+``uniform_(log_ratio[0], log_ratio[1])`` draws, bounded by a tensor the frame reads, are
+hoisted too; the prologue reads the bounds when it draws, and the tensor is ID-matched.
+
+Every call is compared with eager from the same seed: output, and the next draw after it.
+"""
+
+import torch
+import torch._dynamo.test_case
+from torch._dynamo.testing import CompileCounter
+
+from tv_model_random import seeded_calls
+from tv_model_random_draws import (
+    color_jitter,
+    CROP_LOG_RATIO,
+    elastic_displacement,
+    random_erasing,
+    random_resized_crop_log_ratio,
+)
+
+
+def _normal_patch(x):
+    # A multi-element normal_ draw, then one-element draws after it.
+    noise = torch.empty(3, 4, 5).normal_()
+    i = torch.randint(0, 4, (1,)).item()
+    return x[:, :4, :5] + noise, i
+
+
+class SeededCallsMixin:
+    def check_seeded(self, fn, compiled, seeds, make_args, atol=0, rtol=0):
+        for eager, eager_next, out, out_next in seeded_calls(fn, compiled, seeds, make_args):
+            self.assertEqual(type(out), type(eager))
+            self.assertEqual(out, eager, exact_dtype=True, atol=atol, rtol=rtol)
+            # the RNG stream after the call is eager's
+            self.assertEqual(out_next, eager_next, atol=0, rtol=0)
+
+
+class HoistMultiElementDrawsTests(SeededCallsMixin, torch._dynamo.test_case.TestCase):
+    @torch._dynamo.config.patch(hoist_torch_rng_draws=True, recompile_limit=24)
+    def test_branch_on_randperm_order(self):
+        x = torch.rand(3, 16, 20)
+        cnt = CompileCounter()
+        compiled = torch.compile(color_jitter, backend=cnt, fullgraph=True)
+        orders = set()
+        for seed in range(8):
+            torch.manual_seed(seed)
+            # what the branches tell apart: where ops 0 and 3 are
+            orders.add(tuple(k if k in (0, 3) else -1 for k in torch.randperm(4).tolist()))
+        self.check_seeded(color_jitter, compiled, range(8), lambda: (x,))
+        # one graph per order of the ops applied; the factors stay symbolic
+        self.assertEqual(cnt.frame_count, len(orders))
+
+    @torch._dynamo.config.patch(hoist_torch_rng_draws=True, error_on_recompile=True)
+    def test_full_size_draws_feeding_tensor_math(self):
+        x = torch.rand(3, 16, 20)
+        cnt = CompileCounter()
+        compiled = torch.compile(elastic_displacement, backend=cnt, fullgraph=True)
+        self.check_seeded(elastic_displacement, compiled, range(5), lambda: (x,))
+        self.assertEqual(cnt.frame_count, 1)
+
+    @torch._dynamo.config.patch(hoist_torch_rng_draws=True, error_on_recompile=True)
+    def test_inductor_computes_with_eager_draws(self):
+        # Without hoisting, Inductor draws torch.rand with its own generator:
+        # another field, and another RNG state after the call.
+        x = torch.rand(3, 16, 20)
+        compiled = torch.compile(elastic_displacement, backend="inductor", fullgraph=True)
+        self.check_seeded(elastic_displacement, compiled, range(3), lambda: (x,), atol=1e-6, rtol=1e-5)
+
+    @torch._dynamo.config.patch(hoist_torch_rng_draws=True, error_on_recompile=True)
+    def test_normal_patch_then_one_element_draw(self):
+        x = torch.rand(3, 16, 20)
+        cnt = CompileCounter()
+        compiled = torch.compile(_normal_patch, backend=cnt, fullgraph=True)
+        self.check_seeded(_normal_patch, compiled, range(5), lambda: (x,))
+        self.assertEqual(cnt.frame_count, 1)
+
+
+class HoistTensorBoundedDrawsTests(SeededCallsMixin, torch._dynamo.test_case.TestCase):
+    @torch._dynamo.config.patch(hoist_torch_rng_draws=True, recompile_limit=8)
+    def test_resized_crop_search(self):
+        x = torch.rand(3, 16, 20)
+        compiled = torch.compile(random_resized_crop_log_ratio, backend="eager", fullgraph=True)
+        self.check_seeded(random_resized_crop_log_ratio, compiled, range(4), lambda: (x,))
+
+    @torch._dynamo.config.patch(hoist_torch_rng_draws=True, recompile_limit=8)
+    def test_erasing_search(self):
+        x = torch.rand(3, 16, 20)
+        compiled = torch.compile(random_erasing, backend="eager", fullgraph=True)
+        self.check_seeded(random_erasing, compiled, range(4), lambda: (x,))
+
+    @torch._dynamo.config.patch(hoist_torch_rng_draws=True, recompile_limit=8)
+    def test_bounds_are_read_when_drawn(self):
+        def draw(x, log_ratio):
+            return x * torch.exp(torch.empty(1).uniform_(log_ratio[0], log_ratio[1]))
+
+        x = torch.rand(4)
+        log_ratio = CROP_LOG_RATIO.clone()
+        cnt = CompileCounter()
+        compiled = torch.compile(draw, backend=cnt, fullgraph=True)
+        self.check_seeded(draw, compiled, range(2), lambda: (x, log_ratio))
+        # written in place: the same tensor, read again by the prologue
+        log_ratio.mul_(2)
+        self.check_seeded(draw, compiled, range(2), lambda: (x, log_ratio))
+        self.assertEqual(cnt.frame_count, 1)
+        # another tensor: ID_MATCH fails, and the new graph reads the new one
+        other = log_ratio.clone().add_(0.25)
+        self.check_seeded(draw, compiled, range(2), lambda: (x, other))
+        self.assertEqual(cnt.frame_count, 2)
+
+
+if __name__ == "__main__":
+    from torch._dynamo.test_case import run_tests
+
+    run_tests()

@@ -1,0 +1,125 @@
+"""Random draws of torchvision's v2 transforms beyond one-element draws with float bounds.
+
+Each function draws as the torchvision transform it names does:
+
+* ``color_jitter``: ``ColorJitter``'s op order, ``torch.randperm(4)``, iterated and
+  branched on element by element (``for fn_id in fn_idx: if fn_id == 0 ...``);
+* ``elastic_displacement``: ``ElasticTransform``'s displacement field, two full-size
+  ``torch.rand`` draws, blurred and scaled;
+* ``random_erasing``: ``RandomErasing``'s search, ``uniform_`` draws bounded by the 0-d
+  tensors of a log-ratio tensor, ``torch.exp`` of the draw read with ``.item()``, and the
+  erased value, a ``normal_`` draw of the erased patch's shape;
+* ``random_resized_crop_log_ratio``: ``RandomResizedCrop``'s search, drawn the same way;
+* ``perspective_coefficients_list``: ``_get_perspective_coeffs``, the lstsq solution of a
+  system built from constant corners, returned as Python floats with ``.tolist()``;
+* ``rand_augment_magnitude``: ``RandAugment``'s magnitude, ``float(magnitudes[i])`` of a
+  constant ``torch.linspace``, its sign drawn, into an argument check.
+
+The log-ratio tensors are module globals, as torchvision keeps them on the transform
+(``self._log_ratio``): the frame reads them.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from tv_dispatch_model import adjust_brightness
+from tv_model_errors import _get_perspective_coeffs, ENDPOINTS, erase, STARTPOINTS
+from tv_model_kernels import adjust_hue, gaussian_blur, resized_crop
+from tv_model_random import _HOIST, _seeded_image
+
+
+def color_jitter(
+    image: torch.Tensor, brightness: tuple[float, float] = (0.6, 1.4), hue: tuple[float, float] = (-0.1, 0.1)
+) -> torch.Tensor:
+    fn_idx = torch.randperm(4)
+    b = float(torch.empty(1).uniform_(brightness[0], brightness[1]).item())
+    h = float(torch.empty(1).uniform_(hue[0], hue[1]).item())
+    output = image
+    for fn_id in fn_idx:
+        if fn_id == 0:
+            output = adjust_brightness(output, b)
+        elif fn_id == 3:
+            output = adjust_hue(output, h)
+    return output
+
+
+def elastic_displacement(image: torch.Tensor, alpha: float = 5.0, sigma: float = 2.0) -> torch.Tensor:
+    height, width = image.shape[-2:]
+    k = int(8 * sigma + 1)
+    k += 1 - k % 2
+    dx = gaussian_blur(torch.rand(1, 1, height, width) * 2 - 1, [k, k], [sigma, sigma]) * alpha / width
+    dy = gaussian_blur(torch.rand(1, 1, height, width) * 2 - 1, [k, k], [sigma, sigma]) * alpha / height
+    return torch.concat([dx, dy], 1).permute([0, 2, 3, 1])
+
+
+ERASE_LOG_RATIO = torch.log(torch.tensor((0.3, 3.3)))
+
+
+def random_erasing(
+    image: torch.Tensor, scale: tuple[float, float] = (0.02, 0.33), log_ratio: torch.Tensor = ERASE_LOG_RATIO
+) -> torch.Tensor:
+    img_c, img_h, img_w = image.shape[-3:]
+    area = img_h * img_w
+    for _ in range(10):
+        erase_area = area * torch.empty(1).uniform_(scale[0], scale[1]).item()
+        aspect_ratio = torch.exp(torch.empty(1).uniform_(log_ratio[0], log_ratio[1])).item()
+        h = int(round(math.sqrt(erase_area * aspect_ratio)))
+        w = int(round(math.sqrt(erase_area / aspect_ratio)))
+        if not (h < img_h and w < img_w):
+            continue
+        v = torch.empty([img_c, h, w], dtype=torch.float32).normal_()
+        i = torch.randint(0, img_h - h + 1, size=(1,)).item()
+        j = torch.randint(0, img_w - w + 1, size=(1,)).item()
+        return erase(image, i, j, h, w, v)
+    return image
+
+
+CROP_LOG_RATIO = torch.log(torch.tensor((3 / 4, 4 / 3)))
+
+
+def random_resized_crop_log_ratio(
+    image: torch.Tensor,
+    size: tuple[int, int] = (8, 8),
+    scale: tuple[float, float] = (0.3, 1.0),
+    log_ratio: torch.Tensor = CROP_LOG_RATIO,
+) -> torch.Tensor:
+    height, width = image.shape[-2:]
+    area = height * width
+    for _ in range(10):
+        target_area = area * torch.empty(1).uniform_(scale[0], scale[1]).item()
+        aspect_ratio = torch.exp(torch.empty(1).uniform_(log_ratio[0], log_ratio[1])).item()
+        w = int(round(math.sqrt(target_area * aspect_ratio)))
+        h = int(round(math.sqrt(target_area / aspect_ratio)))
+        if 0 < w <= width and 0 < h <= height:
+            i = torch.randint(0, height - h + 1, size=(1,)).item()
+            j = torch.randint(0, width - w + 1, size=(1,)).item()
+            return resized_crop(image, i, j, h, w, list(size), antialias=True)
+    return resized_crop(image, 0, 0, height, width, list(size), antialias=True)
+
+
+def perspective_coefficients_list(startpoints, endpoints) -> list[float]:
+    return _get_perspective_coeffs(startpoints, endpoints).to(torch.float32).tolist()
+
+
+def rand_augment_magnitude(image: torch.Tensor, num_bins: int = 31, magnitude_bin: int = 9) -> torch.Tensor:
+    magnitudes = torch.linspace(0.0, 0.9, num_bins)
+    magnitude = float(magnitudes[magnitude_bin])
+    if torch.rand(()) <= 0.5:
+        magnitude *= -1
+    return adjust_brightness(image, 1.0 + magnitude)
+
+
+# name -> (callable, argument factory, Dynamo config to apply where it exists)
+AUDIT_CASES = {
+    "random: op order by randperm (flag on)": (color_jitter, lambda: _seeded_image(8), _HOIST),
+    "random: elastic displacement by rand (flag on)": (elastic_displacement, lambda: _seeded_image(9), _HOIST),
+    "random: erasing with tensor-bounded draws (flag on)": (random_erasing, lambda: _seeded_image(10), _HOIST),
+    "random: resized crop with tensor-bounded draws (flag on)": (
+        random_resized_crop_log_ratio, lambda: _seeded_image(11), _HOIST,
+    ),
+    "perspective coefficients as floats": (perspective_coefficients_list, lambda: (STARTPOINTS, ENDPOINTS)),
+    "random: magnitude from a constant linspace (flag on)": (rand_augment_magnitude, lambda: _seeded_image(12), _HOIST),
+}
