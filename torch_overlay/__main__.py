@@ -13,6 +13,7 @@ from . import checkout, overlay
 from ._series import PACKAGES, REPO_ROOT, Stack
 from ._torch import find_installed
 from .errors import OverlayError
+from .upstream import RESULTS as UPSTREAM_RESULTS
 
 
 def _err(msg: str) -> None:
@@ -210,7 +211,7 @@ def cmd_upstream(args) -> int:
     import json
     import tempfile
 
-    from .upstream import RESULTS, find_test_files, record, report, run_upstream, to_json
+    from .upstream import find_test_files, record, report, run_upstream, to_json
 
     root = Path(args.checkout).resolve()
     files = find_test_files(root, args.paths or ["test/dynamo"])
@@ -226,9 +227,8 @@ def cmd_upstream(args) -> int:
         Path(args.json).write_text(json.dumps(to_json(results, o, root), indent=1, ensure_ascii=False) + "\n")
         log(f"per-test results: {args.json}")
     if args.record:
-        dest = REPO_ROOT / RESULTS if args.record == "default" else Path(args.record)
-        record(results, o, root, dest)
-        log(f"summary recorded in {dest}")
+        record(results, o, root, Path(args.record))
+        log(f"summary recorded in {args.record}")
     return 0 if ok else 1
 
 
@@ -267,9 +267,9 @@ def cmd_pr(args) -> int:
 
 def _print_upstream_results() -> None:
     """The upstream-suite table of the whole series, from the results file this repo commits."""
-    from .upstream import RESULTS, recorded_table
+    from .upstream import recorded_table
 
-    lines = recorded_table(REPO_ROOT / RESULTS)
+    lines = recorded_table(REPO_ROOT / UPSTREAM_RESULTS)
     if not lines:
         return
     print()
@@ -398,10 +398,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "upstream", parents=[common],
         help="run upstream's own test files on BASE and patched, test by test; exit 1 on any base-pass -> patched-fail",
-        description="Run each upstream test file under pytest on the unpatched torch (BASE) and with the series, "
-        "compare test by test, and re-run alone on both sides every test whose outcome changed. Prints one "
-        "table row per file; exits 1 on any regression (passes on BASE, fails patched, in the file and alone). "
-        "A test that kills pytest (SIGABRT) or hangs is recorded and the rest of its file runs in a new process.",
+        description=textwrap.fill(
+            "Run each upstream test file under pytest on the unpatched torch (BASE) and with the series, "
+            "compare test by test, and re-run alone on both sides every test whose outcome changed. Prints "
+            "one table row per file; exits 1 on any regression (passes on BASE, fails patched, in the file "
+            "and alone). A test that kills pytest (SIGABRT) or hangs is recorded and the rest of its file "
+            "runs in a new process.", width=100,
+        ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=textwrap.dedent(
             """\
@@ -419,7 +422,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--checkout", required=True, metavar="DIR",
                    help="a pytorch checkout, or a directory of gathered upstream tests laid out like one (DIR/test/...)")
     p.add_argument("--json", metavar="FILE", help="write every test's outcomes on both sides to FILE")
-    p.add_argument("--record", nargs="?", const="default", metavar="FILE",
+    p.add_argument("--record", nargs="?", const=str(REPO_ROOT / UPSTREAM_RESULTS), metavar="FILE",
                    help="merge the per-file summary into FILE (default: results/upstream-suite.json, which `pr` cites)")
     p.add_argument("--timeout", type=float, default=900.0, metavar="S",
                    help="kill a test that runs longer than S seconds and go on with the rest (default: %(default)s)")

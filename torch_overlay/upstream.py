@@ -167,7 +167,7 @@ def run_pytest_file(
     cmd = [sys.executable, "-m", "pytest", "-p", "torch_overlay._pytest_events", "-p", "no:cacheprovider",
            "-q", "--tb=short", *targets, *pytest_args]
     start = time.monotonic()
-    collected: list[str] = []
+    collected: dict[str, None] = {}  # test ids in collection order, over every restart
     while True:
         deselect.write_text("".join(f"{t}\n" for t in run.outcomes))
         events.write_text("")
@@ -189,7 +189,7 @@ def run_pytest_file(
                     last_event = time.monotonic()
                     kind = event["event"]
                     if kind == "collected":
-                        collected += [t for t in event["ids"] if t not in collected]
+                        collected.update(dict.fromkeys(event["ids"]))
                     elif kind == "collect_error":
                         run.outcomes[COLLECTION] = "error"
                         run.messages[COLLECTION] = f"{event['id']}: {event['message']}"
@@ -205,10 +205,10 @@ def run_pytest_file(
                 if code is not None:
                     break
                 now = time.monotonic()
-                if running is not None and now - last_event > timeout:
+                if now - last_event > timeout:
                     os.killpg(proc.pid, signal.SIGKILL)
                     proc.wait()
-                    code = None
+                    code = None  # killed for the timeout
                     break
                 if now - last_progress >= PROGRESS_EVERY:
                     last_progress = now
@@ -225,8 +225,9 @@ def run_pytest_file(
         if running is None:
             # Stopped outside any test (start-up, collection, a module's teardown):
             # nothing to deselect and retry, so the file gets the error.
+            how = f"no progress for {timeout:.0f} s" if code is None else f"exit {code}"
             run.outcomes.setdefault(COLLECTION, "error")
-            run.messages.setdefault(COLLECTION, f"pytest stopped outside a test (exit {code}): {_tail(output)}")
+            run.messages.setdefault(COLLECTION, f"pytest stopped outside a test ({how}): {_tail(output)}")
             break
         if code is None:
             run.outcomes[running] = "timeout"
@@ -420,6 +421,8 @@ def report(results: list[FileResult], log=print) -> bool:
         for path, t in crashed:
             log(f"  {path}::{t.id} (base {t.base}, patched {t.patched}): {t.message}")
     errors = [(r.path, t) for r in results for t in r.tests.values() if t.id == COLLECTION]
+    if errors:
+        log("")
     for path, t in errors:
         log(f"  {path}: did not collect (base {t.base}, patched {t.patched}): {t.message}")
     regressions = sum(r.counts["regressions"] for r in results)

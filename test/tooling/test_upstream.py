@@ -93,7 +93,9 @@ def synthetic_run(tmp_path_factory):
     root = synthetic_checkout(tmp_path)
     out = tmp_path / "results.json"
     record = tmp_path / "summary.json"
-    proc = run_upstream(tmp_path, "--checkout", str(root), "test/dynamo", "--json", str(out), "--record", str(record))
+    # --jobs 2: the two sides of each file run at the same time
+    proc = run_upstream(tmp_path, "--checkout", str(root), "test/dynamo", "--json", str(out), "--record", str(record),
+                        "--jobs", "2")
     return proc, json.loads(out.read_text()) if out.exists() else None, record
 
 
@@ -191,6 +193,14 @@ def test_a_hanging_test_is_killed_and_the_file_goes_on(tmp_path):
     assert "test_hangs timeout (no progress for 3 s; the process was killed)" in proc.stdout
     row = next(line for line in proc.stdout.splitlines() if line.startswith("| `test/dynamo/test_synthetic.py`"))
     assert [c.strip() for c in row.strip("|").split("|")][2:] == ["2", "1", "1", "0", "0", "0", "1"], row
+
+
+def test_a_module_that_hangs_at_import_is_killed(tmp_path):
+    root = synthetic_checkout(tmp_path, "import time\n\ntime.sleep(600)\n\ndef test_x():\n    pass\n")
+    proc = run_upstream(tmp_path, "--checkout", str(root), "test/dynamo/test_synthetic.py", "--timeout", "3")
+    assert proc.returncode == 0, (proc.stdout[-3000:], proc.stderr[-3000:])
+    assert "did not collect (base error, patched error): pytest stopped outside a test (no progress for 3 s)" \
+        in proc.stdout, proc.stdout[-3000:]
 
 
 def test_a_module_that_does_not_import_is_reported_not_crashed_on(tmp_path):
