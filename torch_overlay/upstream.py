@@ -119,7 +119,7 @@ class SideRun:
     """What one side's pytest processes reported for one file (or a few test ids)."""
 
     outcomes: dict[str, str] = dataclasses.field(default_factory=dict)  # test id -> outcome
-    messages: dict[str, str] = dataclasses.field(default_factory=dict)  # test id -> last line of its error
+    messages: dict[str, str] = dataclasses.field(default_factory=dict)  # test id -> its error's exception line
     restarts: int = 0
     seconds: float = 0.0
 
@@ -179,12 +179,12 @@ def run_pytest_file(
         try:
             while True:
                 code = proc.poll()
-                with open(events) as f:
+                with open(events, "rb") as f:
                     f.seek(position)
                     chunk = f.read()
-                complete = chunk[: chunk.rfind("\n") + 1]
+                complete = chunk[: chunk.rfind(b"\n") + 1]  # a line being written waits
                 position += len(complete)
-                for line in complete.splitlines():
+                for line in complete.decode().splitlines():
                     event = json.loads(line)
                     last_event = time.monotonic()
                     kind = event["event"]
