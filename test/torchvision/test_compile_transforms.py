@@ -144,8 +144,6 @@ ONLY_TENSOR = {"UniformTemporalSubsample", "ClampKeyPoints"}
 # (transform, input) -> why it does not compile fullgraph yet; the test below checks it still fails.
 KNOWN_GAPS = {
     ("RandomIoUCrop", "sample"): "its search branches on the boxes' data (`if not is_within_crop_area.any()`)",
-    ("RandomErasing", "sample"): "it calls warnings.warn for the boxes and mask it passes through, which Dynamo skips",
-    ("ToDtype(per type)", "tensor"): "a pure tensor matches no entry of the dict: it calls warnings.warn, which Dynamo skips",
 }
 # transform -> why it does not compile on inductor yet (the same test checks it still fails).
 INDUCTOR_GAPS = {
