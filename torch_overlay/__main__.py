@@ -13,6 +13,7 @@ from . import checkout, overlay
 from ._series import PACKAGES, REPO_ROOT, Stack
 from ._torch import find_installed
 from .errors import OverlayError
+from .upstream import RESULTS as UPSTREAM_RESULTS
 
 
 def _err(msg: str) -> None:
@@ -206,6 +207,31 @@ def cmd_test(args) -> int:
     return 0 if ok else 1
 
 
+def cmd_upstream(args) -> int:
+    import json
+    import tempfile
+
+    from .upstream import find_test_files, record, report, run_upstream, to_json
+
+    root = Path(args.checkout).resolve()
+    files = find_test_files(root, args.paths or ["test/dynamo"])
+    o = _ensure(args)
+    workdir = Path(tempfile.mkdtemp(prefix="torch-overlay-upstream-"))
+    log = lambda m: print(m, flush=True)  # noqa: E731
+    log(f"upstream's tests from {root}: {len(files)} file(s), each on BASE (torch {o.torch.version}) "
+        f"and patched ({len(o.series.patches)} patches); pytest's output goes to {workdir}")
+    results = run_upstream(root, files, o, workdir, timeout=args.timeout, jobs=args.jobs,
+                           pytest_args=args.pytest_args, log=log)
+    ok = report(results, log=log)
+    if args.json:
+        Path(args.json).write_text(json.dumps(to_json(results, o, root), indent=1, ensure_ascii=False) + "\n")
+        log(f"per-test results: {args.json}")
+    if args.record:
+        record(results, o, root, Path(args.record))
+        log(f"summary recorded in {args.record}")
+    return 0 if ok else 1
+
+
 def cmd_pr(args) -> int:
     stack = _load(args)
     series, p = stack.select(args.patch)
@@ -232,9 +258,31 @@ def cmd_pr(args) -> int:
         for line in other:
             print(line)
     print()
+    if series.package == "torch":
+        _print_upstream_results()
     rel = p.path.relative_to(stack.dir.parent) if stack.dir.parent in p.path.parents else p.path
     print(f"(patch {index}/{len(series.patches)} of the torch_overlay {series.package} series: {rel})")
     return 0
+
+
+def _print_upstream_results() -> None:
+    """The upstream-suite table of the whole series, from the results file this repo commits."""
+    from .upstream import recorded_table
+
+    lines = recorded_table(REPO_ROOT / UPSTREAM_RESULTS)
+    if not lines:
+        return
+    print()
+    print("### Upstream's own tests")
+    print()
+    print("Upstream's test files, run on the parent commit (BASE) and with the whole series; a change counts "
+          "only if it holds when the test runs alone:")
+    print()
+    for line in lines:
+        print(line)
+    print()
+    print("Rerun: `python -m torch_overlay upstream --checkout PYTORCH FILE...` (see the README).")
+    print()
 
 
 def cmd_audit(args) -> int:
@@ -287,6 +335,7 @@ def build_parser() -> argparse.ArgumentParser:
               python -m torch_overlay audit
               python -m torch_overlay test
               python -m torch_overlay apply ~/pytorch --branch tv-dispatch
+              python -m torch_overlay upstream --checkout ~/pytorch test/dynamo/test_dicts.py
               python -m torch_overlay pr 1
             cache: $TORCH_OVERLAY_CACHE, else $XDG_CACHE_HOME/torch_overlay, else ~/.cache/torch_overlay
             """
@@ -345,6 +394,42 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--skip-tooling", action="store_true", help="skip the tooling's own tests (test/tooling)")
     p.add_argument("--pytest-args", default=[], type=shlex.split, help="extra pytest arguments, one quoted string")
     p.set_defaults(func=cmd_test)
+
+    p = sub.add_parser(
+        "upstream", parents=[common],
+        help="run upstream's own test files on BASE and patched, test by test; exit 1 on any base-pass -> patched-fail",
+        description=textwrap.fill(
+            "Run each upstream test file under pytest on the unpatched torch (BASE) and with the series, "
+            "compare test by test, and re-run alone on both sides every test whose outcome changed. Prints "
+            "one table row per file; exits 1 on any regression (passes on BASE, fails patched, in the file "
+            "and alone). A test that kills pytest (SIGABRT) or hangs is recorded and the rest of its file "
+            "runs in a new process.", width=100,
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=textwrap.dedent(
+            """\
+            examples:
+              nice -n 10 python -m torch_overlay upstream --checkout ~/pytorch test/dynamo/test_dicts.py
+              python -m torch_overlay upstream --checkout /tmp/upstream-tests test/dynamo --json out.json
+            a gathered directory holds test/... laid out as in pytorch and a SOURCES manifest:
+            one 'PATH COMMIT' line per file (the upstream commit it was taken from).
+            """
+        ),
+    )
+    p.add_argument("paths", nargs="*", metavar="PATH",
+                   help="test files or directories under CHECKOUT/test, e.g. test/dynamo/test_dicts.py "
+                   "(default: test/dynamo; a directory means its test_*.py files)")
+    p.add_argument("--checkout", required=True, metavar="DIR",
+                   help="a pytorch checkout, or a directory of gathered upstream tests laid out like one (DIR/test/...)")
+    p.add_argument("--json", metavar="FILE", help="write every test's outcomes on both sides to FILE")
+    p.add_argument("--record", nargs="?", const=str(REPO_ROOT / UPSTREAM_RESULTS), metavar="FILE",
+                   help="merge the per-file summary into FILE (default: results/upstream-suite.json, which `pr` cites)")
+    p.add_argument("--timeout", type=float, default=900.0, metavar="S",
+                   help="kill a test that runs longer than S seconds and go on with the rest (default: %(default)s)")
+    p.add_argument("--jobs", type=int, default=1, help="pytest processes at a time: 2 runs BASE and patched "
+                   "side by side (default: %(default)s)")
+    p.add_argument("--pytest-args", default=[], type=shlex.split, help="extra pytest arguments, one quoted string")
+    p.set_defaults(func=cmd_upstream)
 
     p = sub.add_parser("pr", parents=[common], help="print the pull-request title and body for patch N (number or file name)")
     p.add_argument("patch", help="N or a file name (torch's series), or PACKAGE:N, e.g. torchvision:1")

@@ -355,6 +355,12 @@ MIRRORS: dict[str, Mirror] = {
     "random: magnitude from a constant linspace (flag on)": Mirror(
         T_ + "RandAugment", fn=lambda tv: tv.T.RandAugment(num_ops=1)
     ),
+    "random: choice by multinomial (flag on)": Mirror(
+        T_ + "RandomChoice",
+        fn=lambda tv: tv.T.RandomChoice([tv.T.RandomHorizontalFlip(p=1.0), tv.T.RandomVerticalFlip(p=1.0)]),
+    ),
+    "random: dirichlet weights, then a drawn depth (flag on)": Mirror(T_ + "AugMix", fn=lambda tv: tv.T.AugMix()),
+    "random: noise by randn_like (flag on)": Mirror(F_ + "gaussian_noise", fn=lambda tv: tv.F.gaussian_noise),
     # tv_model_random_branches
     "branch as cond: random horizontal flip": Mirror(T_ + "RandomHorizontalFlip", fn=lambda tv: tv.T.RandomHorizontalFlip(0.5)),
     "branch as cond: random horizontal flip (hoisted draw)": Mirror(

@@ -6,9 +6,11 @@
 RandomErasing's ``normal_`` patch are drawn by the prologue in eager order, so branching on
 the order compiles (one graph per order) and Inductor computes with eager's draws.
 
-``HoistTensorBoundedDrawsTests``: RandomResizedCrop's and RandomErasing's
-``uniform_(log_ratio[0], log_ratio[1])`` draws, bounded by a tensor the frame reads, are
-hoisted too; the prologue reads the bounds when it draws, and the tensor is ID-matched.
+``HoistTensorBoundedDrawsTests``: draws whose tensor arguments the prologue can compute are
+hoisted too: RandomResizedCrop's and RandomErasing's ``uniform_(log_ratio[0], log_ratio[1])``,
+bounded by a tensor the frame reads (read when drawn, and ID-matched), RandomChoice's
+``torch.multinomial(torch.tensor(p), 1)`` and AugMix's ``torch._sample_dirichlet``; and
+GaussianNoise's ``torch.randn_like(image)``, drawn from the image's shape and dtype alone.
 
 Every call is compared with eager from the same seed: output, and the next draw after it.
 """
@@ -20,8 +22,11 @@ from torch._dynamo.testing import CompileCounter
 from tv_model_random import seeded_calls
 from tv_model_random_draws import (
     color_jitter,
+    augmix_mix,
     CROP_LOG_RATIO,
     elastic_displacement,
+    gaussian_noise,
+    random_choice,
     random_erasing,
     random_resized_crop_log_ratio,
 )
@@ -95,6 +100,32 @@ class HoistTensorBoundedDrawsTests(SeededCallsMixin, torch._dynamo.test_case.Tes
         x = torch.rand(3, 16, 20)
         compiled = torch.compile(random_erasing, backend="eager", fullgraph=True)
         self.check_seeded(random_erasing, compiled, range(4), lambda: (x,))
+
+    @torch._dynamo.config.patch(hoist_torch_rng_draws=True, recompile_limit=8)
+    def test_choice_by_multinomial(self):
+        x = torch.rand(3, 16, 20)
+        cnt = CompileCounter()
+        compiled = torch.compile(random_choice, backend=cnt, fullgraph=True)
+        self.check_seeded(random_choice, compiled, range(6), lambda: (x,))
+        # one graph per choice
+        self.assertEqual(cnt.frame_count, 2)
+
+    @torch._dynamo.config.patch(hoist_torch_rng_draws=True, recompile_limit=8)
+    def test_dirichlet_weights_then_a_drawn_depth(self):
+        # Left in the graph, _sample_dirichlet ended hoisting: the depth
+        # drawn after it was an unbacked symbol bounding a loop.
+        x = torch.rand(3, 16, 20)
+        cnt = CompileCounter()
+        compiled = torch.compile(augmix_mix, backend=cnt, fullgraph=True)
+        self.check_seeded(augmix_mix, compiled, range(6), lambda: (x,))
+        self.assertLessEqual(cnt.frame_count, 3)  # one graph per depth
+
+    @torch._dynamo.config.patch(hoist_torch_rng_draws=True, error_on_recompile=True)
+    def test_noise_like_the_image_on_inductor(self):
+        # A new image each call: randn_like reads its shape and dtype only,
+        # so nothing recompiles, and Inductor adds eager's noise.
+        compiled = torch.compile(gaussian_noise, backend="inductor", fullgraph=True)
+        self.check_seeded(gaussian_noise, compiled, range(3), lambda: (torch.rand(3, 16, 20),), atol=1e-6, rtol=1e-5)
 
     @torch._dynamo.config.patch(hoist_torch_rng_draws=True, recompile_limit=8)
     def test_bounds_are_read_when_drawn(self):

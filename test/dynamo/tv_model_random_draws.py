@@ -13,7 +13,12 @@ Each function draws as the torchvision transform it names does:
 * ``perspective_coefficients_list``: ``_get_perspective_coeffs``, the lstsq solution of a
   system built from constant corners, returned as Python floats with ``.tolist()``;
 * ``rand_augment_magnitude``: ``RandAugment``'s magnitude, ``float(magnitudes[i])`` of a
-  constant ``torch.linspace``, its sign drawn, into an argument check.
+  constant ``torch.linspace``, its sign drawn, into an argument check;
+* ``random_choice``: ``RandomChoice``'s ``int(torch.multinomial(torch.tensor(p), 1))``, a
+  draw from a tensor built from constants, used as a list index;
+* ``augmix_mix``: ``AugMix``'s ``torch._sample_dirichlet`` weights, then a chain depth drawn
+  with ``torch.randint`` that bounds a loop;
+* ``gaussian_noise``: ``GaussianNoise``'s ``torch.randn_like(image)``.
 
 The log-ratio tensors are module globals, as torchvision keeps them on the transform
 (``self._log_ratio``): the frame reads them.
@@ -25,7 +30,7 @@ import math
 
 import torch
 
-from tv_dispatch_model import adjust_brightness
+from tv_dispatch_model import adjust_brightness, horizontal_flip, vertical_flip
 from tv_model_errors import _get_perspective_coeffs, ENDPOINTS, erase, STARTPOINTS
 from tv_model_kernels import adjust_hue, gaussian_blur, resized_crop
 from tv_model_random import _HOIST, _seeded_image
@@ -112,6 +117,23 @@ def rand_augment_magnitude(image: torch.Tensor, num_bins: int = 31, magnitude_bi
     return adjust_brightness(image, 1.0 + magnitude)
 
 
+def random_choice(image: torch.Tensor, p: tuple[float, ...] = (0.5, 0.5)) -> torch.Tensor:
+    idx = int(torch.multinomial(torch.tensor(p), 1))
+    return (horizontal_flip, vertical_flip)[idx](image)
+
+
+def augmix_mix(image: torch.Tensor, alpha: float = 1.0) -> torch.Tensor:
+    m = torch._sample_dirichlet(torch.tensor([alpha, alpha]).expand(1, -1))
+    aug = image
+    for _ in range(int(torch.randint(low=1, high=4, size=(1,)).item())):
+        aug = horizontal_flip(aug) * 0.5
+    return m[:, 0] * image + m[:, 1] * aug
+
+
+def gaussian_noise(image: torch.Tensor, mean: float = 0.0, sigma: float = 0.1) -> torch.Tensor:
+    return (image + mean + torch.randn_like(image) * sigma).clamp_(0, 1)
+
+
 # name -> (callable, argument factory, Dynamo config to apply where it exists)
 AUDIT_CASES = {
     "random: op order by randperm (flag on)": (color_jitter, lambda: _seeded_image(8), _HOIST),
@@ -122,4 +144,7 @@ AUDIT_CASES = {
     ),
     "perspective coefficients as floats": (perspective_coefficients_list, lambda: (STARTPOINTS, ENDPOINTS)),
     "random: magnitude from a constant linspace (flag on)": (rand_augment_magnitude, lambda: _seeded_image(12), _HOIST),
+    "random: choice by multinomial (flag on)": (random_choice, lambda: _seeded_image(13), _HOIST),
+    "random: dirichlet weights, then a drawn depth (flag on)": (augmix_mix, lambda: _seeded_image(14), _HOIST),
+    "random: noise by randn_like (flag on)": (gaussian_noise, lambda: _seeded_image(15), _HOIST),
 }

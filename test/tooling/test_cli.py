@@ -304,3 +304,16 @@ def test_a_series_directory_must_hold_its_own_package(tmp_path):
     shutil.copytree(REPO / "patches", root)
     (root / "torchvision" / "BASE").write_text((root / "torch" / "BASE").read_text())
     assert_one_line_error(run("status", env={"TORCH_OVERLAY_PATCHES": str(root)}), "pins torch, but lives in torchvision/")
+
+
+def test_conformance_tests_must_pass_patched_whatever_the_base_does():
+    from torch_overlay.suite import Verdict
+
+    conformance = "test/torchvision/test_compile_functionals.py::test_functional[resize-Image]"
+    regression = "test/dynamo/test_tv_mro.py::MroRegressionTests::test_x"
+    assert Verdict(conformance, None, "failed", "passed").ok
+    assert Verdict(conformance, None, "passed", "passed").ok
+    assert not Verdict(conformance, None, "passed", "failed").ok
+    assert not Verdict(conformance, None, "failed", "failed").ok
+    # a test outside the conformance files still must pass on both
+    assert not Verdict(regression, None, "failed", "passed").ok
