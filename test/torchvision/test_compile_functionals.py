@@ -13,6 +13,7 @@ alone costs seconds; values may then differ within float tolerance.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 
 import pytest
@@ -199,15 +200,7 @@ def assert_compiles_like_eager(fn, args, kwargs, *, backend="eager", exact=True,
 
 def _config(name):
     # Random functionals compile fullgraph with the random flags (torch series).
-    return torch._dynamo.config.patch(hoist_torch_rng_draws=True) if name in RANDOM else _nothing()
-
-
-class _nothing:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
+    return torch._dynamo.config.patch(hoist_torch_rng_draws=True) if name in RANDOM else contextlib.nullcontext()
 
 
 @pytest.mark.parametrize(("name", "kind"), CASES, ids=[f"{n}-{k}" for n, k in CASES])

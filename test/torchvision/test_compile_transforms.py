@@ -16,6 +16,7 @@ here that asks to move the case.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 
 import pytest
@@ -175,22 +176,11 @@ CASES = [
 ]
 
 
-class _flags:
+def _flags(on):
     """The random flags of the torch series, for a random transform."""
-
-    def __init__(self, on):
-        self.patch = (
-            torch._dynamo.config.patch(hoist_torch_rng_draws=True, data_dependent_branches_as_cond=True) if on else None
-        )
-
-    def __enter__(self):
-        if self.patch is not None:
-            self.patch.__enter__()
-
-    def __exit__(self, *exc):
-        if self.patch is not None:
-            self.patch.__exit__(*exc)
-        return False
+    if not on:
+        return contextlib.nullcontext()
+    return torch._dynamo.config.patch(hoist_torch_rng_draws=True, data_dependent_branches_as_cond=True)
 
 
 def _call(fn, args, seed):
