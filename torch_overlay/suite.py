@@ -111,18 +111,25 @@ class Verdict:
     overlay: str
 
     @property
+    def kind(self) -> str:
+        """"patch" (owned by a patch's Tests:), "conformance" or "regression"."""
+        if self.patch is not None:
+            return "patch"
+        return "conformance" if is_conformance(self.nodeid) else "regression"
+
+    @property
     def ok(self) -> bool:
-        if self.patch is None and is_conformance(self.nodeid):
-            return self.base in ("failed", "passed") and self.overlay == "passed"
-        if self.patch is None:
-            return self.base == "passed" and self.overlay == "passed"
-        return self.base == "failed" and self.overlay == "passed"
+        return self.base in _BASE_OUTCOMES[self.kind] and self.overlay == "passed"
 
     @property
     def expected(self) -> str:
-        if self.patch is None and is_conformance(self.nodeid):
-            return "fail or pass/pass"
-        return "pass/pass" if self.patch is None else "fail/pass"
+        return _EXPECTED[self.kind]
+
+
+# What each kind of test must do on the base (it must pass patched).
+_BASE_OUTCOMES = {"patch": ("failed",), "regression": ("passed",), "conformance": ("failed", "passed")}
+_EXPECTED = {"patch": "fail/pass", "regression": "pass/pass", "conformance": "fail or pass/pass"}
+_GROUPS = {"regression": "(regression tests: no patch)", "conformance": "(conformance: the series against torchvision)"}
 
 
 def _selected(test: str, paths: list[str]) -> bool:
@@ -150,13 +157,7 @@ def failing_first(
 def report(series: Stack, verdicts: list[Verdict], problems: list[str], out=print) -> bool:
     groups: dict[str, list[Verdict]] = {}
     for v in verdicts:
-        if v.patch is not None:
-            group = v.patch.label
-        elif is_conformance(v.nodeid):
-            group = "(conformance: the series against torchvision)"
-        else:
-            group = "(regression tests: no patch)"
-        groups.setdefault(group, []).append(v)
+        groups.setdefault(v.patch.label if v.patch else _GROUPS[v.kind], []).append(v)
     out("")
     out(
         "failing-first check: patch tests must fail on BASE and pass patched; regression tests pass on both; "
@@ -165,7 +166,7 @@ def report(series: Stack, verdicts: list[Verdict], problems: list[str], out=prin
     for name, vs in groups.items():
         good = sum(v.ok for v in vs)
         fixed = ""
-        if is_conformance(vs[0].nodeid) and vs[0].patch is None:
+        if vs[0].kind == "conformance":
             fixed = f"; {sum(v.ok and v.base == 'failed' for v in vs)} fixed by the series, the rest pass on both"
         out(f"  {name}: {good}/{len(vs)} as expected ({vs[0].expected} on base/patched{fixed})")
         for v in vs:
