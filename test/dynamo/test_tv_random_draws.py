@@ -47,29 +47,30 @@ class SeededCallsMixin:
             # the RNG stream after the call is eager's
             self.assertEqual(out_next, eager_next, atol=0, rtol=0)
 
+    def graphs_for_seeded_calls(self, fn, seeds, make_args):
+        """Compile fn with fullgraph=True, check each seeded call against eager, and
+        return how many graphs the calls compiled."""
+        cnt = CompileCounter()
+        self.check_seeded(fn, torch.compile(fn, backend=cnt, fullgraph=True), seeds, make_args)
+        return cnt.frame_count
+
 
 class HoistMultiElementDrawsTests(SeededCallsMixin, torch._dynamo.test_case.TestCase):
     @torch._dynamo.config.patch(hoist_torch_rng_draws=True, recompile_limit=24)
     def test_branch_on_randperm_order(self):
         x = torch.rand(3, 16, 20)
-        cnt = CompileCounter()
-        compiled = torch.compile(color_jitter, backend=cnt, fullgraph=True)
         orders = set()
         for seed in range(8):
             torch.manual_seed(seed)
             # what the branches tell apart: where ops 0 and 3 are
             orders.add(tuple(k if k in (0, 3) else -1 for k in torch.randperm(4).tolist()))
-        self.check_seeded(color_jitter, compiled, range(8), lambda: (x,))
         # one graph per order of the ops applied; the factors stay symbolic
-        self.assertEqual(cnt.frame_count, len(orders))
+        self.assertEqual(self.graphs_for_seeded_calls(color_jitter, range(8), lambda: (x,)), len(orders))
 
     @torch._dynamo.config.patch(hoist_torch_rng_draws=True, error_on_recompile=True)
     def test_full_size_draws_feeding_tensor_math(self):
         x = torch.rand(3, 16, 20)
-        cnt = CompileCounter()
-        compiled = torch.compile(elastic_displacement, backend=cnt, fullgraph=True)
-        self.check_seeded(elastic_displacement, compiled, range(5), lambda: (x,))
-        self.assertEqual(cnt.frame_count, 1)
+        self.assertEqual(self.graphs_for_seeded_calls(elastic_displacement, range(5), lambda: (x,)), 1)
 
     @torch._dynamo.config.patch(hoist_torch_rng_draws=True, error_on_recompile=True)
     def test_inductor_computes_with_eager_draws(self):
@@ -82,43 +83,34 @@ class HoistMultiElementDrawsTests(SeededCallsMixin, torch._dynamo.test_case.Test
     @torch._dynamo.config.patch(hoist_torch_rng_draws=True, error_on_recompile=True)
     def test_normal_patch_then_one_element_draw(self):
         x = torch.rand(3, 16, 20)
-        cnt = CompileCounter()
-        compiled = torch.compile(_normal_patch, backend=cnt, fullgraph=True)
-        self.check_seeded(_normal_patch, compiled, range(5), lambda: (x,))
-        self.assertEqual(cnt.frame_count, 1)
+        self.assertEqual(self.graphs_for_seeded_calls(_normal_patch, range(5), lambda: (x,)), 1)
 
 
 class HoistTensorBoundedDrawsTests(SeededCallsMixin, torch._dynamo.test_case.TestCase):
     @torch._dynamo.config.patch(hoist_torch_rng_draws=True, recompile_limit=8)
     def test_resized_crop_search(self):
         x = torch.rand(3, 16, 20)
-        compiled = torch.compile(random_resized_crop_log_ratio, backend="eager", fullgraph=True)
-        self.check_seeded(random_resized_crop_log_ratio, compiled, range(4), lambda: (x,))
+        # one graph per drawn crop
+        self.assertEqual(self.graphs_for_seeded_calls(random_resized_crop_log_ratio, range(4), lambda: (x,)), 4)
 
     @torch._dynamo.config.patch(hoist_torch_rng_draws=True, recompile_limit=8)
     def test_erasing_search(self):
         x = torch.rand(3, 16, 20)
-        compiled = torch.compile(random_erasing, backend="eager", fullgraph=True)
-        self.check_seeded(random_erasing, compiled, range(4), lambda: (x,))
+        self.graphs_for_seeded_calls(random_erasing, range(4), lambda: (x,))
 
     @torch._dynamo.config.patch(hoist_torch_rng_draws=True, recompile_limit=8)
     def test_choice_by_multinomial(self):
         x = torch.rand(3, 16, 20)
-        cnt = CompileCounter()
-        compiled = torch.compile(random_choice, backend=cnt, fullgraph=True)
-        self.check_seeded(random_choice, compiled, range(6), lambda: (x,))
         # one graph per choice
-        self.assertEqual(cnt.frame_count, 2)
+        self.assertEqual(self.graphs_for_seeded_calls(random_choice, range(6), lambda: (x,)), 2)
 
     @torch._dynamo.config.patch(hoist_torch_rng_draws=True, recompile_limit=8)
     def test_dirichlet_weights_then_a_drawn_depth(self):
         # Left in the graph, _sample_dirichlet ended hoisting: the depth
         # drawn after it was an unbacked symbol bounding a loop.
         x = torch.rand(3, 16, 20)
-        cnt = CompileCounter()
-        compiled = torch.compile(augmix_mix, backend=cnt, fullgraph=True)
-        self.check_seeded(augmix_mix, compiled, range(6), lambda: (x,))
-        self.assertLessEqual(cnt.frame_count, 3)  # one graph per depth
+        # one graph per depth
+        self.assertLessEqual(self.graphs_for_seeded_calls(augmix_mix, range(6), lambda: (x,)), 3)
 
     @torch._dynamo.config.patch(hoist_torch_rng_draws=True, error_on_recompile=True)
     def test_noise_like_the_image_on_inductor(self):
