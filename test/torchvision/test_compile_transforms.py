@@ -147,11 +147,7 @@ KNOWN_GAPS = {
     ("RandomIoUCrop", "sample"): "its search branches on the boxes' data (`if not is_within_crop_area.any()`)",
 }
 # transform -> why it does not compile on inductor yet (the same test checks it still fails).
-INDUCTOR_GAPS = {
-    "RandomZoomOut": "Inductor's code reads the unbacked floats of int((canvas - w) * r[0]) (the padding) without "
-    "computing them: NameError: name 'zuf3' is not defined; plain 2.13 does the same on a pad by int(x.item()) "
-    "(compare pytorch#117315, an unbacked SymInt argument DCE'd)",
-}
+INDUCTOR_GAPS: dict[str, str] = {}
 
 
 def _inputs(name, dtype):
