@@ -148,16 +148,6 @@ class HoistTorchRngSpecializeOnRestartTests(
         # decides the loop exit and the slice: specialized per call.
         self.check_calls(random_resized_crop, 4, 4)
 
-    def test_random_crop_offsets(self):
-        # Slicing at an unbacked offset fails to trace: specialized per offset.
-        outs = set()
-        for seed in range(6):
-            torch.manual_seed(seed)
-            outs.add(
-                (torch.randint(0, 9, (1,)).item(), torch.randint(0, 13, (1,)).item())
-            )
-        self.check_calls(random_crop, 6, len(outs))
-
     def test_choice_without_fullgraph(self):
         # Without fullgraph, a branch on the unbacked choice restarts with the
         # draw specialized instead of graph breaking: one graph per choice.
@@ -168,16 +158,43 @@ class HoistTorchRngSpecializeOnRestartTests(
         # skip the frame): it restarts instead, one graph per call as above.
         self.check_calls(random_resized_crop, 4, 4, fullgraph=False)
 
+
+def _offsets_checked(x):
+    # crop_image's bounds check on offsets drawn by randint, in both spellings.
+    i = torch.randint(0, 9, (1,)).item()
+    j = int(torch.randint(low=2, high=13, size=()))
+    if i < 0 or j < 2 or i + 8 > 16 or j + 8 > 20:
+        raise ValueError("crop out of bounds")
+    return x[..., i : i + 8, j : j + 8]
+
+
+def _whole_float_draw(x):
+    # randint in a floating dtype draws whole numbers too.
+    k = torch.randint(1, 4, (), dtype=torch.float32).item()
+    if k < 1.0 or k > 3.0:
+        raise ValueError("factor out of range")
+    return x * k
+
+
+class HoistedCropOffsetTests(RandomParamsMixin, torch._dynamo.test_case.TestCase):
+    """Offsets drawn by randint stay symbolic as slice starts: one graph for all."""
+
+    def test_random_crop_offsets(self):
+        # RandomCrop's offsets as slice starts, x[..., i : i + 8, j : j + 8].
+        self.check_calls(random_crop, 8, 1, error_on_recompile=True)
+
     def test_random_crop_offsets_without_fullgraph(self):
-        # The restart must not replay what the unbacked attempt logged at its
-        # graph breaks (SpeculationLogDivergence): same graphs as fullgraph.
-        outs = set()
-        for seed in range(6):
-            torch.manual_seed(seed)
-            outs.add(
-                (torch.randint(0, 9, (1,)).item(), torch.randint(0, 13, (1,)).item())
-            )
-        self.check_calls(random_crop, 6, len(outs), fullgraph=False)
+        self.check_calls(random_crop, 8, 1, error_on_recompile=True, fullgraph=False)
+
+
+class HoistedRandintRangeTests(RandomParamsMixin, torch._dynamo.test_case.TestCase):
+    """The .item() of a hoisted randint(low, high) is ranged [low, high - 1]."""
+
+    def test_bounds_check_decided_by_range(self):
+        self.check_calls(_offsets_checked, 8, 1, error_on_recompile=True)
+
+    def test_whole_numbers_in_a_floating_dtype(self):
+        self.check_calls(_whole_float_draw, 8, 1, error_on_recompile=True)
 
 
 class RandomScalarsOnBaseTests(torch._dynamo.test_case.TestCase):

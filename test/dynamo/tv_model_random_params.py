@@ -8,7 +8,7 @@ Each draws ``torch.empty(1).uniform_(a, b).item()`` and feeds the float to a fun
 * ``color_jitter_hue``: ``ColorJitter``'s hue factor, checked against [-0.5, 0.5] by
   ``adjust_hue`` before it is used;
 * ``random_crop``: ``RandomCrop``'s offsets, ``torch.randint(...).item()`` used as slice
-  starts, for contrast (integers that index stay specialized).
+  starts (symbolic too: the draw's range, ``[low, high - 1]``, bounds the slice).
 
 With ``torch._dynamo.config.hoist_torch_rng_draws`` the floats are traced as unbacked
 symbols (one graph for every draw); the audit rows turn it on where it exists.
