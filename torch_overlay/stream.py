@@ -33,6 +33,7 @@ equalled eager's under the same seed.
 from __future__ import annotations
 
 import os
+import re
 import statistics
 import tempfile
 import time
@@ -240,6 +241,21 @@ def _worker_init(worker_id):
     torch.set_num_threads(1)
 
 
+_EXCEPTION_LINE = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?(?:\w*(?:Error|Exception|Hit)|Unsupported)(?::|$)")
+
+
+def _worker_error(e: BaseException) -> str:
+    """What went wrong in a DataLoader worker, from the error that wraps it.
+
+    The wrapper's text holds the worker's traceback; Dynamo's errors end with
+    advice ("Set TORCHDYNAMO_VERBOSE=1 ..."), so the last line that names an
+    exception says it, not the last line.
+    """
+    lines = [line.strip() for line in str(e).splitlines() if line.strip()]
+    named = [line for line in lines if _EXCEPTION_LINE.match(line)]
+    return (named or lines or [type(e).__name__])[-1]
+
+
 def run_dataloader(config: str, n: int, workers: int = 2) -> dict:
     import torch
     import torch._dynamo
@@ -260,10 +276,7 @@ def run_dataloader(config: str, n: int, workers: int = 2) -> dict:
             for _, rss in loader:
                 peak = max(peak, int(rss))
         except Exception as e:  # noqa: BLE001 - a configuration that does not compile is a row
-            # A worker's error arrives wrapped; its first line names the worker, the
-            # last line of the original traceback says what went wrong.
-            lines = [line for line in str(e).splitlines() if line.strip()] or [type(e).__name__]
-            result["error"] = f"{side}: {lines[-1].strip()[:120]}"
+            result["error"] = f"{side}: {_worker_error(e)[:120]}"
             return result
         elapsed = time.perf_counter() - start
         result[f"{side}_images_per_s"] = n / elapsed

@@ -317,3 +317,23 @@ def test_conformance_tests_must_pass_patched_whatever_the_base_does():
     assert not Verdict(conformance, None, "failed", "failed").ok
     # a test outside the conformance files still must pass on both
     assert not Verdict(regression, None, "failed", "passed").ok
+
+
+def test_a_dataloader_workers_error_is_named_by_its_exception_line():
+    # Dynamo's errors end with advice, not with what went wrong; the bench's row
+    # must show the exception the worker raised.
+    from torch_overlay.stream import _worker_error
+
+    wrapped = RuntimeError(
+        "Caught InternalTorchDynamoError in DataLoader worker process 0.\n"
+        "Original Traceback (most recent call last):\n"
+        '  File "t.py", line 3, in f\n'
+        "torch._dynamo.exc.InternalTorchDynamoError: PendingUnbackedSymbolNotFound: {u5}\n\n"
+        "from user code:\n\n"
+        "Set TORCHDYNAMO_VERBOSE=1 for the internal stack trace."
+    )
+    assert _worker_error(wrapped) == "torch._dynamo.exc.InternalTorchDynamoError: PendingUnbackedSymbolNotFound: {u5}"
+    unsupported = RuntimeError("Caught Unsupported in worker 1.\ntorch._dynamo.exc.Unsupported: Data-dependent branching\n  Explanation: x")
+    assert _worker_error(unsupported) == "torch._dynamo.exc.Unsupported: Data-dependent branching"
+    assert _worker_error(RuntimeError("boom")) == "boom"
+    assert _worker_error(ValueError()) == "ValueError"
