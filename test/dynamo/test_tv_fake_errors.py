@@ -88,6 +88,50 @@ class FakeTensorErrorRegressionTests(torch._dynamo.test_case.TestCase):
         self.assertEqual(out, cxcywhr_from_xywhr(boxes))
         self.assertEqual(counter.frame_count, 1)
 
+    # An error that is not eager's stays Dynamo's TorchRuntimeError, whose message
+    # holds the operator's (upstream's test_functions.py and test_misc.py pin these).
+
+    def test_float_of_a_two_element_tensor(self):
+        # Dynamo traces float(x) as x.item(), whose error (RuntimeError: a Tensor
+        # with 2 elements cannot be converted to Scalar) is not float()'s
+        # (ValueError: only one element tensors can be converted to Python scalars).
+        def fn(x):
+            return float(x + 1)
+
+        with torch._dynamo.config.patch(capture_scalar_outputs=True):
+            compiled = torch.compile(fn, backend="eager", fullgraph=True, dynamic=False)
+            self.assertEqual(compiled(torch.tensor([1.0])), 2.0)
+            with self.assertRaises(torch._dynamo.exc.TorchRuntimeError):
+                compiled(torch.tensor([1.0, 1.0]))
+
+    def test_check_on_a_dynamic_size_keeps_its_message(self):
+        # The failing check is on a symbol: the graph would only hold a runtime
+        # assert of the expression, without the user's message.
+        @torch.compile(backend="eager", fullgraph=True)
+        def fn(x):
+            torch._check(x.shape[0] > 3, lambda: "x is too short")
+            return x + 1
+
+        x = torch.randn(3)
+        torch._dynamo.maybe_mark_dynamic(x, 0)
+        with self.assertRaisesRegex(torch._dynamo.exc.TorchRuntimeError, "x is too short"):
+            fn(x)
+
+    def test_unbacked_strides_fail_only_while_tracing(self):
+        # Strides (2, 3, 4) have one dim order; as unbacked symbols they may not,
+        # so dim_order's ambiguity check fails on fake tensors and not in eager.
+        @torch.compile(backend="eager", fullgraph=True, dynamic=False)
+        def fn(xs):
+            u0, u1, u2 = xs.tolist()
+            y = torch.empty_strided([4, 4, 4], [u0, u1, u2])
+            return y.dim_order(ambiguity_check=True)
+
+        with torch._dynamo.config.patch(capture_scalar_outputs=True):
+            with self.assertRaisesRegex(
+                torch._dynamo.exc.TorchRuntimeError, "The tensor does not have unique dim order"
+            ):
+                fn(torch.tensor([2, 3, 4]))
+
 
 if __name__ == "__main__":
     from torch._dynamo.test_case import run_tests
