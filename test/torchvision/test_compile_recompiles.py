@@ -1,0 +1,76 @@
+"""How many graphs torchvision's random transforms compile over a stream of calls.
+
+A random transform compiled with ``fullgraph=True`` and the random flags of the torch
+series (``hoist_torch_rng_draws``, ``data_dependent_branches_as_cond``) is called from
+``torch.manual_seed(0..19)``, like a stream of samples, on a pure image and on the mixed
+sample of ``test_compile_transforms``. Each call must equal eager (outputs and the RNG
+stream after it), and the graphs it compiles must stay within the bound below: one for
+every draw where the draws stay symbolic, one per branch outcome for the ``p``-gated
+ones. Beyond that bound Dynamo would recompile on the next values and, past its
+recompile limit, fail under ``fullgraph``; these rows are the ones a stream can use.
+The transforms that still compile a graph per drawn value (RandomResizedCrop's search
+and others, listed in the README) are not bounded yet and are not here.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch._dynamo
+from torch._dynamo.testing import CompileCounter
+
+from test_compile_functionals import assert_same
+from test_compile_transforms import TRANSFORMS, _call, _flags, _inputs
+
+CALLS = 20
+
+# transform -> the most graphs it may compile over CALLS seeded calls
+BOUNDS = {
+    # every draw symbolic
+    "RandomCrop": 1,
+    "RandomAffine": 1,
+    "ElasticTransform": 1,
+    "GaussianBlur": 1,
+    "GaussianNoise": 1,
+    "RandomChannelPermutation": 1,
+    "MixUp": 1,
+    # one graph per outcome of a branch on a draw
+    "RandomHorizontalFlip": 2,
+    "RandomVerticalFlip": 2,
+    "RandomGrayscale": 2,
+    "RandomInvert": 2,
+    "RandomPosterize": 2,
+    "RandomSolarize": 2,
+    "RandomAdjustSharpness": 2,
+    "RandomAutocontrast": 2,
+    "RandomEqualize": 2,
+    "RandomZoomOut": 2,
+    "RandomApply": 2,
+    "RandomChoice": 2,
+    "RandomOrder": 2,
+}
+
+CASES = [(name, kind) for name in BOUNDS for kind in _inputs(name, TRANSFORMS[name][2])]
+
+
+@pytest.mark.parametrize(("name", "kind"), CASES, ids=[f"{n}-{k}" for n, k in CASES])
+def test_graphs_over_a_stream(name, kind):
+    factory, random, dtype = TRANSFORMS[name]
+    assert random
+    t = factory()
+    args = _inputs(name, dtype)[kind]()
+    counter = CompileCounter()
+    torch._dynamo.reset()
+    compiled = torch.compile(lambda *xs: t(*xs), backend=counter, fullgraph=True)
+    with _flags(True), torch._dynamo.config.patch(recompile_limit=CALLS):
+        for seed in range(CALLS):
+            eager, eager_error, eager_next = _call(t, args, seed)
+            out, error, out_next = _call(compiled, args, seed)
+            assert error == eager_error == None, error  # noqa: E711 - both must return
+            assert_same(out, eager)
+            assert torch.equal(out_next, eager_next)  # the RNG stream after the call
+    assert 1 <= counter.frame_count <= BOUNDS[name], counter.frame_count
+
+
+def test_every_bounded_transform_is_a_random_one_we_test():
+    assert set(BOUNDS) <= {name for name, (_, random, _) in TRANSFORMS.items() if random}
