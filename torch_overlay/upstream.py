@@ -164,7 +164,8 @@ def run_pytest_file(
         TORCH_OVERLAY_DESELECT=str(deselect),
         TORCHINDUCTOR_CACHE_DIR=str(workdir.parent / f"inductor-cache-{side.name}"),
     ))
-    cmd = [sys.executable, "-m", "pytest", "-p", "torch_overlay._pytest_events", "-p", "no:cacheprovider",
+    cmd = [sys.executable, "-m", "pytest", "-p", "torch_overlay._pytest_events",
+           "-p", "torch_overlay._upstream_compat", "-p", "no:cacheprovider",
            "-q", "--tb=short", *targets, *pytest_args]
     start = time.monotonic()
     collected: dict[str, None] = {}  # test ids in collection order, over every restart

@@ -232,3 +232,33 @@ def test_wrong_torch_is_refused(tmp_path):
                env={"TORCH_OVERLAY_CACHE": str(tmp_path / "cache")})
     assert_one_line_error(proc, "2.12.0")
     assert not os.path.exists(tmp_path / "state" / "flaky_fix"), "no test may run against the wrong torch"
+
+
+def test_compat_plugin_adds_only_missing_names(tmp_path):
+    # An upstream file that imports helpers 2.13 lacks collects with the plugin
+    # the runner loads; a name torch has keeps its own value.
+    import subprocess
+    import sys
+
+    test = tmp_path / "test_uses_old_and_new_helpers.py"
+    test.write_text(textwrap.dedent('''\
+        import torch
+        from torch.testing._internal import inductor_utils
+        from torch.testing._internal.inductor_utils import HAS_CUDA
+        from torch._dynamo.test_case import TestCaseWithNestedGraphBreaks
+
+        HAS_CPU = inductor_utils.HAS_CPU
+
+        class T(TestCaseWithNestedGraphBreaks):
+            def test_names(self):
+                self.assertIs(HAS_CUDA, inductor_utils.HAS_CUDA_AND_TRITON)
+                self.assertIs(inductor_utils.HAS_CPU, HAS_CPU)
+    '''))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "torch_overlay._upstream_compat", "-p", "no:cacheprovider", str(test)],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert "torch_overlay upstream compat added:" in proc.stdout
+    assert "inductor_utils.HAS_CUDA" in proc.stdout and "HAS_CPU" not in proc.stdout.split("added:")[1].splitlines()[0]
