@@ -66,7 +66,7 @@ def test_graphs_over_a_stream(name, kind):
         for seed in range(CALLS):
             eager, eager_error, eager_next = _call(t, args, seed)
             out, error, out_next = _call(compiled, args, seed)
-            assert error == eager_error == None, error  # noqa: E711 - both must return
+            assert eager_error is None and error is None, (eager_error, error)  # both must return
             assert_same(out, eager)
             assert torch.equal(out_next, eager_next)  # the RNG stream after the call
     assert 1 <= counter.frame_count <= BOUNDS[name], counter.frame_count
