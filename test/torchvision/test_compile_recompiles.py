@@ -6,10 +6,12 @@ series (``hoist_torch_rng_draws``, ``data_dependent_branches_as_cond``) is calle
 sample of ``test_compile_transforms``. Each call must equal eager (outputs and the RNG
 stream after it), and the graphs it compiles must stay within the bound below: one for
 every draw where the draws stay symbolic, one per branch outcome for the ``p``-gated
-ones. Beyond that bound Dynamo would recompile on the next values and, past its
-recompile limit, fail under ``fullgraph``; these rows are the ones a stream can use.
-The transforms that still compile a graph per drawn value (RandomResizedCrop's search
-and others, listed in the README) are not bounded yet and are not here.
+ones, one per path of a search on draws (a guard replays the draws and checks the
+answers the trace took, not the values). Beyond that bound Dynamo would recompile on
+the next values and, past its recompile limit, fail under ``fullgraph``; these rows
+are the ones a stream can use.
+The transforms that still compile a graph per drawn value (RandomPerspective, RandAugment,
+AugMix and others, listed in the README) are not bounded yet and are not here.
 """
 
 from __future__ import annotations
@@ -34,6 +36,12 @@ BOUNDS = {
     "GaussianNoise": 1,
     "RandomChannelPermutation": 1,
     "MixUp": 1,
+    # the angle stays symbolic; `angle % 360 == 0` is answered by replaying it
+    "RandomRotation": 1,
+    # one graph per number of attempts its search takes (at most 10, and the
+    # fallback): 1 to 4 over these seeds
+    "RandomResizedCrop": 4,
+    "RandomErasing": 2,
     # one graph per outcome of a branch on a draw
     "RandomHorizontalFlip": 2,
     "RandomVerticalFlip": 2,

@@ -1,0 +1,217 @@
+# Owner(s): ["module: dynamo"]
+"""Questions about hoisted torch RNG draws, answered by replaying the draws.
+
+With ``hoist_torch_rng_draws``, the ``.item()`` of a hoisted draw is an unbacked
+symbol. A question the program then asks about it (RandomResizedCrop's
+``0 < w <= width``, the bounds of a slice at a drawn offset, the size check of a
+tensor whose size was drawn) is answered from the value drawn while tracing, and the
+guard draws again on each call (on a copy of the RNG state) and checks the answers:
+one graph per outcome, where tracing used to restart with the draws specialized, one
+graph per value. A draw whose arguments are computed from earlier draws and from
+input sizes (``torch.randint(0, height - h + 1, ...)``) is hoisted too; the prologue
+and the guard read the sizes from the inputs of the call.
+
+Every call is compared with eager from the same seed: output, and the next draw.
+"""
+
+import torch
+import torch._dynamo.test_case
+from torch._dynamo.testing import CompileCounter
+from torch.fx.experimental.symbolic_shapes import ShapeEnv
+from torch.overrides import TorchFunctionMode
+
+from tv_model_random import seeded_calls
+from tv_model_random_draws import random_erasing, random_resized_crop_log_ratio
+
+
+def _factor_then_branch(x):
+    # The range of the draw, [-0.5, 1.5], does not decide the comparison.
+    factor = float(torch.empty(1).uniform_(-0.5, 1.5))
+    if factor < 0:
+        return x.neg()
+    return x * factor
+
+
+def _crop_half(x):
+    # RandomCrop's offsets, bounded by the input's size.
+    height, width = x.shape[-2:]
+    h, w = height // 2, width // 2
+    i = torch.randint(0, height - h + 1, size=(1,)).item()
+    j = torch.randint(0, width - w + 1, size=(1,)).item()
+    return x[..., i : i + h, j : j + w]
+
+
+def _drawn_width_if_it_fits(x):
+    # The outcome depends on the draw and on the input's size.
+    w = torch.randint(1, 40, (1,)).item()
+    if w <= x.shape[-1]:
+        return x[..., :w] * 2
+    return x
+
+
+def _offset_after_a_count(x):
+    # On calls that draw n == 0, the graph traced with n > 0 would draw
+    # randint(0, 0), which raises: eager never makes that draw.
+    n = torch.randint(0, 3, (1,)).item()
+    if n > 0:
+        return x + torch.randint(0, n, (1,)).item()
+    return x
+
+
+class _CountDraws(TorchFunctionMode):
+    def __init__(self):
+        super().__init__()
+        self.draws = 0
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        self.draws += getattr(func, "__name__", "") in ("uniform_", "randint")
+        return func(*args, **(kwargs or {}))
+
+
+def _draws_per_seed(fn, seeds, make_args):
+    """How many torch RNG draws eager makes from each seed: the path it takes."""
+    paths = set()
+    for seed in seeds:
+        torch.manual_seed(seed)
+        with _CountDraws() as mode:
+            fn(*make_args())
+        paths.add(mode.draws)
+    return paths
+
+
+class ReplayedDecisionsMixin:
+    def graphs(self, fn, seeds, make_args, backend=None, **tolerance):
+        cnt = CompileCounter()
+        compiled = torch.compile(fn, backend=backend or cnt, fullgraph=True)
+        tolerance = tolerance or {"atol": 0, "rtol": 0}
+        for eager, eager_next, out, out_next in seeded_calls(fn, compiled, seeds, make_args):
+            self.assertEqual(type(out), type(eager))
+            self.assertEqual(out, eager, exact_dtype=True, **tolerance)
+            # the RNG stream after the call is eager's
+            self.assertEqual(out_next, eager_next, atol=0, rtol=0)
+        return cnt.frame_count
+
+
+@torch._dynamo.config.patch(hoist_torch_rng_draws=True, data_dependent_branches_as_cond=True, recompile_limit=64)
+class ReplayedDecisionsTests(ReplayedDecisionsMixin, torch._dynamo.test_case.TestCase):
+    def test_branch_on_factor(self):
+        signs = set()
+        for seed in range(12):
+            torch.manual_seed(seed)
+            signs.add(float(torch.empty(1).uniform_(-0.5, 1.5)) < 0)
+        self.assertEqual(signs, {False, True})
+        # one graph per outcome, not one per value
+        self.assertEqual(self.graphs(_factor_then_branch, range(12), lambda: (torch.rand(3, 4, 5),)), 2)
+
+    def test_resized_crop_search(self):
+        # torchvision's RandomResizedCrop: up to 10 attempts, each drawing a
+        # scale and a ratio, then two offsets bounded by the crop drawn. The
+        # crop is in bounds on the first attempt for most seeds, on a later
+        # one for a few: one graph per number of attempts taken.
+        x = torch.rand(3, 16, 20)
+        paths = _draws_per_seed(random_resized_crop_log_ratio, range(20), lambda: (x,))
+        self.assertGreater(len(paths), 1)
+        self.assertEqual(self.graphs(random_resized_crop_log_ratio, range(20), lambda: (x,)), len(paths))
+
+    def test_erasing_search(self):
+        # a narrow image, where some attempts do not fit
+        x = torch.rand(3, 6, 30)
+        paths = _draws_per_seed(random_erasing, range(20), lambda: (x,))
+        self.assertGreater(len(paths), 1)
+        self.assertEqual(self.graphs(random_erasing, range(20), lambda: (x,)), len(paths))
+
+    def test_draw_the_other_path_would_not_make(self):
+        counts = set()
+        for seed in range(10):
+            torch.manual_seed(seed)
+            counts.add(int(torch.randint(0, 3, (1,))))
+        self.assertEqual(counts, {0, 1, 2})
+        # the guard of the n > 0 graph fails on the n == 0 calls, without raising
+        self.assertEqual(self.graphs(_offset_after_a_count, range(10), lambda: (torch.rand(4),)), 2)
+
+    def test_offsets_bounded_by_dynamic_sizes(self):
+        def make(height, width):
+            x = torch.rand(3, height, width)
+            torch._dynamo.mark_dynamic(x, 1)
+            torch._dynamo.mark_dynamic(x, 2)
+            return x
+
+        sizes = [(16, 20), (17, 23), (30, 18), (21, 21)]
+        cnt = CompileCounter()
+        compiled = torch.compile(_crop_half, backend=cnt, fullgraph=True)
+        for k, (height, width) in enumerate(sizes):
+            x = make(height, width)
+            for eager, eager_next, out, out_next in seeded_calls(_crop_half, compiled, range(k, k + 3), lambda: (x,)):
+                self.assertEqual(out, eager, atol=0, rtol=0)
+                self.assertEqual(out_next, eager_next, atol=0, rtol=0)
+            # the offsets are drawn by the prologue from the sizes of each call
+            torch._dynamo.config.error_on_recompile = True
+        torch._dynamo.config.error_on_recompile = False
+        self.assertEqual(cnt.frame_count, 1)
+
+    def test_guard_reads_the_sizes_of_the_call(self):
+        # The same seed, two widths: the answer to `w <= width` differs, so the
+        # guard must check it with the width of the call, not the traced one.
+        torch.manual_seed(0)
+        w = int(torch.randint(1, 40, (1,)))
+        narrow, wide = torch.rand(2, w - 1), torch.rand(2, w + 1)
+        for x in (narrow, wide):
+            torch._dynamo.mark_dynamic(x, 1)
+        cnt = CompileCounter()
+        compiled = torch.compile(_drawn_width_if_it_fits, backend=cnt, fullgraph=True)
+        for x in (wide, narrow, wide, narrow):
+            for eager, eager_next, out, out_next in seeded_calls(_drawn_width_if_it_fits, compiled, [0], lambda: (x,)):
+                self.assertEqual(out, eager, atol=0, rtol=0)
+                self.assertEqual(out_next, eager_next, atol=0, rtol=0)
+        self.assertEqual(cnt.frame_count, 2)
+
+    def test_resized_crop_search_on_inductor(self):
+        x = torch.rand(3, 16, 20)
+        self.graphs(random_resized_crop_log_ratio, range(6), lambda: (x,), backend="inductor", atol=1e-6, rtol=1e-5)
+
+
+class ShapeEnvReplayedValuesTests(torch._dynamo.test_case.TestCase):
+    """ShapeEnv.replayed_unbacked_vals: answers a caller checks before each run."""
+
+    def test_answers_are_recorded_not_raised(self):
+        shape_env = ShapeEnv()
+        u = shape_env.create_unbacked_symint()
+        shape_env.replayed_unbacked_vals[u.node.expr] = 5
+        self.assertTrue(u > 3)
+        self.assertFalse(u == 4)
+        self.assertEqual(
+            [(str(e), a) for e, a in shape_env.replayed_decisions],
+            [(f"{u.node.expr} > 3", True), (f"Eq({u.node.expr}, 4)", False)],
+        )
+        # what was answered is known from now on
+        self.assertTrue(shape_env.replayed_decisions and (u > 3))
+
+    def test_checks_that_hold_need_no_runtime_assert(self):
+        shape_env = ShapeEnv()
+        u = shape_env.create_unbacked_symint()
+        shape_env.replayed_unbacked_vals[u.node.expr] = 5
+        torch._check(u < 10)
+        self.assertEqual(shape_env.deferred_runtime_asserts, {})
+        self.assertEqual([a for _, a in shape_env.replayed_decisions], [True])
+
+    def test_float_arithmetic_is_pythons(self):
+        # The answer is computed as the user's code computes it, in floats.
+        shape_env = ShapeEnv()
+        f = shape_env.create_unbacked_symfloat()
+        value = 0.1
+        shape_env.replayed_unbacked_vals[f.node.expr] = value
+        self.assertEqual(bool(f * 3 > 0.3), value * 3 > 0.3)
+
+    def test_other_unbacked_symbols_still_raise(self):
+        shape_env = ShapeEnv()
+        u = shape_env.create_unbacked_symint()
+        v = shape_env.create_unbacked_symint()
+        shape_env.replayed_unbacked_vals[u.node.expr] = 5
+        with self.assertRaises(torch.fx.experimental.symbolic_shapes.GuardOnDataDependentSymNode):
+            bool(u + v > 3)
+
+
+if __name__ == "__main__":
+    from torch._dynamo.test_case import run_tests
+
+    run_tests()
