@@ -211,7 +211,7 @@ def cmd_upstream(args) -> int:
     import json
     import tempfile
 
-    from .upstream import find_test_files, record, report, run_upstream, to_json
+    from .upstream import find_test_files, record, report, run_upstream, to_json, updated_tests
 
     root = Path(args.checkout).resolve()
     files = find_test_files(root, args.paths or ["test/dynamo"])
@@ -221,7 +221,7 @@ def cmd_upstream(args) -> int:
     log(f"upstream's tests from {root}: {len(files)} file(s), each on BASE (torch {o.torch.version}) "
         f"and patched ({len(o.series.patches)} patches); pytest's output goes to {workdir}")
     results = run_upstream(root, files, o, workdir, timeout=args.timeout, jobs=args.jobs,
-                           pytest_args=args.pytest_args, log=log)
+                           pytest_args=args.pytest_args, updated=updated_tests(o.series.patches), log=log)
     ok = report(results, log=log)
     if args.json:
         Path(args.json).write_text(json.dumps(to_json(results, o, root), indent=1, ensure_ascii=False) + "\n")

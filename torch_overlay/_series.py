@@ -29,6 +29,10 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 
 # Trailers we read from a patch's commit message (DEP-3 in spirit, git-trailer in form).
 TESTS_TRAILER = "Tests"
+# An upstream test (``test/dynamo/test_x.py::Class::test``) that pins the behaviour
+# the patch changes on purpose: its pull request updates the test, and the
+# differential upstream run reports the change as such, not as a regression.
+UPDATES_TRAILER = "Updates-upstream-test"
 
 
 def default_patches_dir() -> Path:

@@ -8,7 +8,10 @@ file under pytest on the unpatched torch (BASE) and with the overlay, compares
 outcomes test by test, and re-runs alone, on both sides, every test that
 passes on one side only, so that a flaky or order-dependent test does not count:
 
-* base-pass -> patched-fail is a regression when it holds alone too; any is an error;
+* base-pass -> patched-fail is a regression when it holds alone too; any is an error,
+  unless a patch's header names the test in an ``Updates-upstream-test`` trailer
+  (the patch changes that behaviour on purpose and its pull request updates the
+  test): then it is reported as updated by that patch, and not counted;
 * base-fail -> patched-pass is a fix (evidence for the pull requests);
 * a change that does not hold alone is reported as flaky, not counted.
 
@@ -35,6 +38,7 @@ from pathlib import Path
 
 from . import _git
 from .errors import OverlayError
+from ._series import UPDATES_TRAILER
 from .overlay import Overlay, child_env
 from .suite import base_env, with_repo_on_path
 
@@ -271,6 +275,7 @@ class TestResult:
     base_alone: str | None = None  # outcome when re-run alone; only for tests whose outcome changed
     patched_alone: str | None = None
     message: str = ""  # the failing side's error
+    updated_by: str | None = None  # the patch whose Updates-upstream-test trailer names the test
 
     @property
     def change(self) -> str | None:
@@ -279,13 +284,14 @@ class TestResult:
 
     @property
     def verdict(self) -> str:
-        """``same``, ``regression``, ``fixed``, or ``flaky`` (changed in the full run, not alone)."""
+        """``same``, ``regression``, ``updated`` (a regression a patch says its pull request
+        updates the test for), ``fixed``, or ``flaky`` (changed in the full run, not alone)."""
         change = self.change
         if change is None:
             return "same"
-        if self.base_alone is None:
-            return change  # not re-run (yet)
-        return change if _change(self.base_alone, self.patched_alone) == change else "flaky"
+        if self.base_alone is not None and _change(self.base_alone, self.patched_alone) != change:
+            return "flaky"
+        return "updated" if change == "regression" and self.updated_by else change
 
 
 @dataclasses.dataclass
@@ -308,19 +314,27 @@ class FileResult:
             "pass_patched": sum(r.patched == PASSED for r in tests),
             "regressions": len(self.ids("regression")),
             "fixed": len(self.ids("fixed")),
+            "updated": len(self.ids("updated")),
             "flaky": len(self.ids("flaky")),
             "crashed": sum(r.base in ("crashed", "timeout") or r.patched in ("crashed", "timeout") for r in tests),
         }
 
 
-def compare(path: str, commit: str, base: SideRun, patched: SideRun) -> FileResult:
+def updated_tests(patches) -> dict[str, str]:
+    """``path::test id`` -> the label of the patch whose header says it updates that upstream test."""
+    return {value.split()[0]: p.label for p in patches for value in p.trailer(UPDATES_TRAILER)}
+
+
+def compare(
+    path: str, commit: str, base: SideRun, patched: SideRun, updated: dict[str, str] | None = None
+) -> FileResult:
     """Pair the two sides' outcomes; a test one side lacks is ``missing`` there."""
     tests = {}
     for t in list(dict.fromkeys([*base.outcomes, *patched.outcomes])):
         b, p = base.outcomes.get(t, "missing"), patched.outcomes.get(t, "missing")
         failing = patched if p != PASSED else base
         message = failing.messages.get(t) or failing.messages.get(COLLECTION, "")
-        tests[t] = TestResult(t, b, p, message=message)
+        tests[t] = TestResult(t, b, p, message=message, updated_by=(updated or {}).get(f"{path}::{t}"))
     return FileResult(path, commit, tests, base.seconds + patched.seconds, base.restarts + patched.restarts)
 
 
@@ -336,9 +350,12 @@ def run_upstream(
     timeout: float = 900.0,
     jobs: int = 1,
     pytest_args: list[str] = (),
+    updated: dict[str, str] | None = None,
     log=print,
 ) -> list[FileResult]:
-    """Run FILES (relative to ROOT) on both sides, then re-run changed tests alone on both."""
+    """Run FILES (relative to ROOT) on both sides, then re-run changed tests alone on both.
+
+    ``updated`` (see ``updated_tests``) names the upstream tests a patch changes on purpose."""
     sources = read_sources(root)
     sides = (Side("base", base_env()), Side("patched", child_env(overlay)))
 
@@ -360,7 +377,7 @@ def run_upstream(
         for n, path in enumerate(files, 1):
             log(f"[{n}/{len(files)}] {path} (upstream {source_of(sources, path)[:12]})")
             base, patched = pool.map(lambda s: side_run(s, path), sides)
-            result = compare(path, source_of(sources, path), base, patched)
+            result = compare(path, source_of(sources, path), base, patched, updated)
             changed = [t for t, r in result.tests.items() if r.change and t != COLLECTION]
             if changed:
                 log(f"      re-running alone, on both sides, the {len(changed)} test(s) whose outcome changed ...")
@@ -377,18 +394,19 @@ def run_upstream(
 
 # --------------------------------------------------------------------------- reporting
 
-_COLUMNS = ("collected", "pass_base", "pass_patched", "regressions", "fixed", "flaky", "crashed")
+_COLUMNS = ("collected", "pass_base", "pass_patched", "regressions", "fixed", "flaky", "crashed", "updated")
 _HEADER = ("file", "upstream commit", "collected", "pass base", "pass patched",
-           "base-pass → patched-fail", "base-fail → patched-pass", "flaky (not counted)", "crashed / timeout")
+           "base-pass → patched-fail", "base-fail → patched-pass", "flaky (not counted)", "crashed / timeout",
+           "updated by a patch (not counted)")
 
 
 def table(rows: list[tuple[str, str, dict[str, int]]]) -> list[str]:
     """A Markdown table, one row per (file, commit, counts) and a total row."""
     lines = ["| " + " | ".join(_HEADER) + " |", "|" + "---|" * len(_HEADER)]
     for path, commit, counts in rows:
-        lines.append(f"| `{path}` | `{commit[:12]}` | " + " | ".join(str(counts[k]) for k in _COLUMNS) + " |")
+        lines.append(f"| `{path}` | `{commit[:12]}` | " + " | ".join(str(counts.get(k, 0)) for k in _COLUMNS) + " |")
     if len(rows) > 1:
-        total = {k: sum(c[k] for _, _, c in rows) for k in _COLUMNS}
+        total = {k: sum(c.get(k, 0) for _, _, c in rows) for k in _COLUMNS}
         lines.append(f"| **{len(rows)} files** | | " + " | ".join(f"**{total[k]}**" for k in _COLUMNS) + " |")
     return lines
 
@@ -402,6 +420,7 @@ def report(results: list[FileResult], log=print) -> bool:
         log(line)
     sections = (
         ("regression", "REGRESSIONS (pass on BASE, fail patched, in the file and alone)"),
+        ("updated", "changed on purpose (pass on BASE, fail patched; the patch's pull request updates the test)"),
         ("fixed", "fixed (fail on BASE, pass patched, in the file and alone)"),
         ("flaky", "flaky: changed in the file but not alone (not counted)"),
     )
@@ -412,8 +431,9 @@ def report(results: list[FileResult], log=print) -> bool:
             log(f"{title}:")
             for path, t in found:
                 alone = f"; alone {t.base_alone} -> {t.patched_alone}" if t.base_alone else ""
+                by = f"; updated by {t.updated_by}" if verdict == "updated" else ""
                 why = f": {t.message}" if t.message and verdict != "fixed" else ""
-                log(f"  {path}::{t.id} (base {t.base}, patched {t.patched}{alone}){why}")
+                log(f"  {path}::{t.id} (base {t.base}, patched {t.patched}{alone}{by}){why}")
     crashed = [(r.path, t) for r in results for t in r.tests.values()
                if "crashed" in (t.base, t.patched) or "timeout" in (t.base, t.patched)]
     if crashed:
@@ -474,6 +494,7 @@ def record(results: list[FileResult], overlay: Overlay, root: Path, path: Path) 
             "counts": r.counts,
             "regressions": r.ids("regression"),
             "fixed": r.ids("fixed"),
+            "updated": {t: r.tests[t].updated_by for t in r.ids("updated")},
         }
     data["files"] = dict(sorted(data["files"].items()))
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -491,4 +512,8 @@ def recorded_table(path: Path) -> list[str]:
     dates = sorted({f["date"] for f in files.values()})
     series = sorted({f"{f['patches']} patches over torch {f['torch']}" for f in files.values()})
     lines += ["", f"Measured {', '.join(dates)} ({'; '.join(series)})."]
+    updated = [(f"{p}::{t}", by) for p, f in files.items() for t, by in f.get("updated", {}).items()]
+    if updated:
+        lines += ["", "Changed on purpose (pass on BASE, fail patched; the patch's pull request updates the test):"]
+        lines += [f"- `{test}` ({by})" for test, by in updated]
     return lines

@@ -110,8 +110,8 @@ def test_table_counts_each_column(synthetic_run):
     rows = [line for line in proc.stdout.splitlines() if line.startswith("| `test/dynamo/test_synthetic.py`")]
     assert rows, proc.stdout[-3000:]
     cells = [c.strip() for c in rows[0].strip("|").split("|")]
-    # file, commit from SOURCES, collected, pass base, pass patched, regressions, fixed, flaky, crashed
-    assert cells == ["`test/dynamo/test_synthetic.py`", "`0123456789ab`", "8", "4", "4", "1", "1", "2", "1"], cells
+    # file, commit from SOURCES, collected, pass base, pass patched, regressions, fixed, flaky, crashed, updated
+    assert cells == ["`test/dynamo/test_synthetic.py`", "`0123456789ab`", "8", "4", "4", "1", "1", "2", "1", "0"], cells
     assert "| file | upstream commit | collected | pass base | pass patched | base-pass → patched-fail |" in proc.stdout
     # helper modules in test/ are not test files
     assert "helper_not_a_test" not in proc.stdout
@@ -159,6 +159,54 @@ def test_json_and_record_carry_the_source_commit(synthetic_run):
     assert summary["counts"] == entry["counts"] and summary["commit"] == "0123456789abcdef0123"
 
 
+def test_a_change_a_patch_makes_on_purpose_is_not_a_regression(tmp_path):
+    # A patch whose header names the synthetic regression in an
+    # Updates-upstream-test trailer: its pull request updates that test.
+    from torch_overlay._series import Series
+    from torch_overlay.upstream import compare, record, recorded_table, SideRun, updated_tests
+
+    from test_cli import first_patches
+
+    patches = first_patches(tmp_path, 1)
+    name = (patches / "series").read_text().split()[0]
+    text = (patches / name).read_text()
+    tests = text.index("\nTests: ")
+    (patches / name).write_text(
+        text[:tests] + "\nUpdates-upstream-test: test/dynamo/test_synthetic.py::test_regresses" + text[tests:]
+    )
+    updated = updated_tests(Series.load(patches).patches)
+    assert updated == {"test/dynamo/test_synthetic.py::test_regresses": name}
+
+    def side(outcomes):
+        return SideRun(outcomes=outcomes, messages={}, seconds=0.0, restarts=0)
+
+    result = compare(
+        "test/dynamo/test_synthetic.py", "0123456789abcdef0123",
+        side({"test_regresses": "passed", "test_other": "passed"}),
+        side({"test_regresses": "failed", "test_other": "failed"}),
+        updated,
+    )
+    for t in result.tests.values():  # both changes hold alone
+        t.base_alone, t.patched_alone = t.base, t.patched
+    assert result.tests["test_regresses"].verdict == "updated"
+    assert result.tests["test_other"].verdict == "regression"
+    assert result.counts["regressions"] == 1 and result.counts["updated"] == 1
+
+    class FakeOverlay:
+        class torch:
+            version, git_version = "2.13.0+cpu", "cf30153c4c13"
+
+        series = Series.load(patches)
+
+    path = tmp_path / "summary.json"
+    record([result], FakeOverlay, tmp_path, path)
+    assert json.loads(path.read_text())["files"]["test/dynamo/test_synthetic.py"]["updated"] == {
+        "test_regresses": name
+    }
+    lines = recorded_table(path)
+    assert f"- `test/dynamo/test_synthetic.py::test_regresses` ({name})" in lines
+
+
 def test_recorded_table_is_what_pr_cites(tmp_path):
     from torch_overlay.upstream import RESULTS, recorded_table
 
@@ -169,7 +217,8 @@ def test_recorded_table_is_what_pr_cites(tmp_path):
         "counts": counts, "regressions": [], "fixed": ["T::t"],
     }}}))
     lines = recorded_table(results)
-    assert lines[2] == "| `test/dynamo/test_a.py` | `abcdef123456` | 3 | 2 | 3 | 0 | 1 | 0 | 0 |", lines
+    # a summary recorded before the "updated" column counts 0 there
+    assert lines[2] == "| `test/dynamo/test_a.py` | `abcdef123456` | 3 | 2 | 3 | 0 | 1 | 0 | 0 | 0 |", lines
     assert lines[-1] == "Measured 2026-11-26 (31 patches over torch 2.13.0+cpu)."
     if (REPO / RESULTS).exists():
         proc = run("pr", "1")
@@ -192,7 +241,7 @@ def test_a_hanging_test_is_killed_and_the_file_goes_on(tmp_path):
     assert proc.returncode == 0, (proc.stdout[-3000:], proc.stderr[-3000:])
     assert "test_hangs timeout (no progress for 3 s; the process was killed)" in proc.stdout
     row = next(line for line in proc.stdout.splitlines() if line.startswith("| `test/dynamo/test_synthetic.py`"))
-    assert [c.strip() for c in row.strip("|").split("|")][2:] == ["2", "1", "1", "0", "0", "0", "1"], row
+    assert [c.strip() for c in row.strip("|").split("|")][2:] == ["2", "1", "1", "0", "0", "0", "1", "0"], row
 
 
 def test_a_module_that_hangs_at_import_is_killed(tmp_path):
