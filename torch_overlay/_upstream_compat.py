@@ -58,6 +58,38 @@ def _add_missing_names() -> None:
     # that expects it to be raised uses it.
     _add(exc, "IncorrectUsage", type("IncorrectUsage", (Exception,), {}))
 
+    # test/inductor/test_cpu_repro.py (2024): the loop body's interpreter moved
+    # from torch._inductor.ir to torch._inductor.loop_body; the same class.
+    import torch._inductor.ir as ir
+    import torch._inductor.loop_body as loop_body
+
+    _add(ir, "InterpreterShim", loop_body.InterpreterShim)
+    # test_cpu_repro.py (2024) also imports two names removed with no equivalent:
+    # placeholders that raise when used, so only the tests that use them
+    # (test_cpp_vec_*_checker, test_complex_memory_overlap) fail, on both sides.
+    import torch._inductor.codegen.cpp as cpp
+    import torch._inductor.compile_fx as compile_fx
+
+    _add(cpp, "CppVecKernelChecker",
+         type("CppVecKernelChecker", (), {"__init__": _removed("CppVecKernelChecker")}))
+    _add(compile_fx, "complex_memory_overlap", _removed("complex_memory_overlap"))
+    # Newer files tag a TestCase with `hw_classification = HardwareClassification.X`;
+    # upstream's enum only drives CI's device filtering (a pytest plugin this run
+    # does not use), so the same members with no behaviour attached.
+    import enum
+
+    _add(common_utils, "HardwareClassification", enum.Enum(
+        "HardwareClassification",
+        [(n, n.lower()) for n in ("GENERIC", "ACCELERATOR", "CPU", "CUDA", "MPS", "XPU")],
+    ))
+
+
+def _removed(name: str):
+    def fail(*args, **kwargs):
+        raise NotImplementedError(f"{name} does not exist in this torch (upstream-compat placeholder)")
+
+    return fail
+
 
 def pytest_collection_finish(session) -> None:
     if _added:
