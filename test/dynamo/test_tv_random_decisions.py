@@ -136,17 +136,20 @@ class ReplayedDecisionsTests(ReplayedDecisionsMixin, torch._dynamo.test_case.Tes
             torch._dynamo.mark_dynamic(x, 2)
             return x
 
-        sizes = [(16, 20), (17, 23), (30, 18), (21, 21)]
         cnt = CompileCounter()
         compiled = torch.compile(_crop_half, backend=cnt, fullgraph=True)
-        for k, (height, width) in enumerate(sizes):
+
+        def check(k, height, width):
             x = make(height, width)
             for eager, eager_next, out, out_next in seeded_calls(_crop_half, compiled, range(k, k + 3), lambda: (x,)):
                 self.assertEqual(out, eager, atol=0, rtol=0)
                 self.assertEqual(out_next, eager_next, atol=0, rtol=0)
-            # the offsets are drawn by the prologue from the sizes of each call
-            torch._dynamo.config.error_on_recompile = True
-        torch._dynamo.config.error_on_recompile = False
+
+        check(0, 16, 20)
+        # the offsets are drawn by the prologue from the sizes of each call
+        with torch._dynamo.config.patch(error_on_recompile=True):
+            for k, (height, width) in enumerate([(17, 23), (30, 18), (21, 21)], 1):
+                check(k, height, width)
         self.assertEqual(cnt.frame_count, 1)
 
     def test_guard_reads_the_sizes_of_the_call(self):
