@@ -81,6 +81,16 @@ class HoistMultiElementDrawsTests(SeededCallsMixin, torch._dynamo.test_case.Test
         self.check_seeded(elastic_displacement, compiled, range(3), lambda: (x,), atol=1e-6, rtol=1e-5)
 
     @torch._dynamo.config.patch(hoist_torch_rng_draws=True, error_on_recompile=True)
+    def test_strided_view_of_a_draw_on_aot_eager(self):
+        # AOTAutograd fakeifies the hoisted draw again; a guard on its sizes
+        # (the contiguity check of a strided view) must find their source.
+        def fn(x):
+            return x + torch.randn(10, 8).t()[::2, ::2].clone()
+
+        compiled = torch.compile(fn, backend="aot_eager", fullgraph=True)
+        self.check_seeded(fn, compiled, range(3), lambda: (torch.rand(4, 5),))
+
+    @torch._dynamo.config.patch(hoist_torch_rng_draws=True, error_on_recompile=True)
     def test_normal_patch_then_one_element_draw(self):
         x = torch.rand(3, 16, 20)
         self.assertEqual(self.graphs_for_seeded_calls(_normal_patch, range(5), lambda: (x,)), 1)
