@@ -22,14 +22,7 @@ from torch.overrides import TorchFunctionMode
 
 from tv_model_random import seeded_calls
 from tv_model_random_draws import random_erasing, random_resized_crop_log_ratio
-
-
-def _factor_then_branch(x):
-    # The range of the draw, [-0.5, 1.5], does not decide the comparison.
-    factor = float(torch.empty(1).uniform_(-0.5, 1.5))
-    if factor < 0:
-        return x.neg()
-    return x * factor
+from tv_model_random_params import factor_then_branch
 
 
 def _crop_half(x):
@@ -101,7 +94,7 @@ class ReplayedDecisionsTests(ReplayedDecisionsMixin, torch._dynamo.test_case.Tes
             signs.add(float(torch.empty(1).uniform_(-0.5, 1.5)) < 0)
         self.assertEqual(signs, {False, True})
         # one graph per outcome, not one per value
-        self.assertEqual(self.graphs(_factor_then_branch, range(12), lambda: (torch.rand(3, 4, 5),)), 2)
+        self.assertEqual(self.graphs(factor_then_branch, range(12), lambda: (torch.rand(3, 4, 5),)), 2)
 
     def test_resized_crop_search(self):
         # torchvision's RandomResizedCrop: up to 10 attempts, each drawing a

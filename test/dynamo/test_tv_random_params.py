@@ -13,18 +13,11 @@ from tv_model_random import (
 )
 from tv_model_random_params import (
     color_jitter_hue,
+    factor_then_branch,
     random_crop,
     random_gaussian_blur,
     random_rotation,
 )
-
-
-def _factor_then_branch(x):
-    # The range of the draw, [-0.5, 1.5], does not decide the comparison.
-    factor = float(torch.empty(1).uniform_(-0.5, 1.5))
-    if factor < 0:
-        return x.neg()
-    return x * factor
 
 
 def _factor_and_value(x):
@@ -136,7 +129,7 @@ class HoistTorchRngSpecializeOnRestartTests(
             torch.manual_seed(seed)
             signs.add(float(torch.empty(1).uniform_(-0.5, 1.5)) < 0)
         self.assertEqual(signs, {False, True})
-        self.check_calls(_factor_then_branch, 8, 2)
+        self.check_calls(factor_then_branch, 8, 2)
 
     def test_only_the_guarded_draw_is_specialized(self):
         # One graph per choice; the magnitude stays symbolic.

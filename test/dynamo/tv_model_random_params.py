@@ -8,7 +8,9 @@ Each draws ``torch.empty(1).uniform_(a, b).item()`` and feeds the float to a fun
 * ``color_jitter_hue``: ``ColorJitter``'s hue factor, checked against [-0.5, 0.5] by
   ``adjust_hue`` before it is used;
 * ``random_crop``: ``RandomCrop``'s offsets, ``torch.randint(...).item()`` used as slice
-  starts (symbolic too: the draw's range, ``[low, high - 1]``, bounds the slice).
+  starts (symbolic too: the draw's range, ``[low, high - 1]``, bounds the slice);
+* ``factor_then_branch``: a drawn factor compared with 0 where the draw's range does not
+  decide the comparison, so the branch depends on the value drawn.
 
 With ``torch._dynamo.config.hoist_torch_rng_draws`` the floats are traced as unbacked
 symbols (one graph for every draw); the audit rows turn it on where it exists.
@@ -35,6 +37,14 @@ def random_rotation(image: torch.Tensor, degrees: tuple[float, float] = (-30.0, 
 def color_jitter_hue(image: torch.Tensor, hue: tuple[float, float] = (-0.1, 0.1)) -> torch.Tensor:
     hue_factor = float(torch.empty(1).uniform_(hue[0], hue[1]))
     return adjust_hue(image, hue_factor)
+
+
+def factor_then_branch(x: torch.Tensor) -> torch.Tensor:
+    # The range of the draw, [-0.5, 1.5], does not decide the comparison.
+    factor = float(torch.empty(1).uniform_(-0.5, 1.5))
+    if factor < 0:
+        return x.neg()
+    return x * factor
 
 
 def random_crop(image: torch.Tensor, size: tuple[int, int] = (8, 8)) -> torch.Tensor:
