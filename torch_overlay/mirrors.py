@@ -373,6 +373,9 @@ MIRRORS: dict[str, Mirror] = {
         T_ + "RandomHorizontalFlip -> " + F_ + "adjust_brightness",
         fn=lambda tv: (lambda t: lambda x: tv.F.adjust_brightness(t(x), 1.1))(tv.T.RandomHorizontalFlip(0.5)),
     ),
+    "branch as cond: random apply to a sample's leaves": Mirror(
+        T_ + "RandomHorizontalFlip", fn=lambda tv: tv.T.RandomHorizontalFlip(0.5)
+    ),
     # tv_model_random_params
     "random: gaussian blur sigma by uniform_ (flag on)": Mirror(
         T_ + "GaussianBlur", fn=lambda tv: tv.T.GaussianBlur([5, 5], sigma=(0.1, 2.0))
@@ -457,20 +460,13 @@ NOT_MIRRORED: dict[str, str] = {
 # disagrees (``expect``, a piece of the disagreement's text), why, and what
 # will remove it; when it goes away the audit says the entry is stale.
 #
-# All of these were found by this check when it was written (issue "Real
-# torchvision end to end", item 6); none has a patch yet.  Each "until" names
-# the change that removes the entry: a torch-series patch (then torchvision
-# compiles like the model), or a model change (then the model breaks like
-# torchvision, and the patch that fixes torchvision fixes the model too).
-_COND_FLIP = Drift(
-    expect="torchvision breaks: Data-dependent branching",
-    why="without hoisting, the rest of _RandomApplyTransform.forward after `if torch.rand(1) >= self.p` is refused as "
-    "a torch.cond (\"HOP: Unsafe side effect: Mutating a variable from outside the scope of this HOP\"): make_params and "
-    "the per-leaf transform() over the list tree_flatten built before the branch; the model's continuation calls the "
-    "functional directly. With hoist_torch_rng_draws too, both compile",
-    until="a torch-series patch to the cond conversion (patch 12) accepting that continuation, or the model "
-    "flattening before the branch as Transform.forward does",
-)
+# This check found the entry below when it was written (issue "Real torchvision
+# end to end", item 6), and two more that patch 41 removed (RandomHorizontalFlip's
+# continuation refused as a cond; the model case "branch as cond: random apply to
+# a sample's leaves" now has torchvision's structure).  Each "until" names the
+# change that removes an entry: a torch-series patch (then torchvision compiles
+# like the model), or a model change (then the model breaks like torchvision, and
+# the patch that fixes torchvision fixes the model too).
 KNOWN_DRIFT: dict[str, Drift] = {
     "caught: register_kernel(not a dispatcher)": Drift(
         expect="torchvision breaks: Unsupported method call",
@@ -480,8 +476,6 @@ KNOWN_DRIFT: dict[str, Drift] = {
         until="a torch-series patch folding getattr(builtin, '__module__') to a constant, or the model testing "
         "__module__ as torchvision does",
     ),
-    "branch as cond: random horizontal flip": _COND_FLIP,
-    "branch as cond: random flip in an inlined call": _COND_FLIP,
 }
 
 

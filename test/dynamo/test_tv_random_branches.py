@@ -10,8 +10,10 @@ from torch._dynamo.testing import (
 
 from tv_model_random import random_horizontal_flip, seeded_calls
 from tv_model_random_branches import (
+    _seeded_sample,
     check_positive,
     flip_if_bright,
+    random_apply_flip,
     random_flip_then_brighten,
 )
 
@@ -47,6 +49,20 @@ def unmergeable_outputs(x):
     if x.sum() > 0:
         return x
     return x.sum()
+
+
+def closure_sees_a_store_after_the_branch(x):
+    # `scale` is a cell that a function made before the branch closes over:
+    # an outcome storing into a copy of it would not change what scaled reads.
+    scale = 1.0
+
+    def scaled(t):
+        return t * scale
+
+    if x.sum() > 0:
+        scale = 2.0
+        return scaled(x)
+    return scaled(x) - 1
 
 
 def graph_break_after_the_branch(x):
@@ -125,6 +141,25 @@ class GraphModule(torch.nn.Module):
         outcomes = self.check_seeded_calls(
             random_horizontal_flip, dynamo_flags(COND, HOIST)
         )
+        self.assertEqual(outcomes, {True, False})
+
+    def test_random_apply_to_a_samples_leaves_one_graph(self):
+        # _RandomApplyTransform.forward: after the branch, params is stored
+        # into a cell of the frame that a list comprehension reads; each
+        # outcome of the cond stores into its own copy.
+        (sample,) = _seeded_sample(0)
+        cnt = CompileCounter()
+        compiled = torch.compile(random_apply_flip, backend=cnt, fullgraph=True)
+        outcomes = set()
+        with torch._dynamo.config.patch(error_on_recompile=True, **dynamo_flags(COND)):
+            for eager, eager_next, out, out_next in seeded_calls(
+                random_apply_flip, compiled, range(20), lambda: (sample,)
+            ):
+                self.assertEqual([type(t) for t in out], [type(t) for t in eager])
+                self.assertEqual(out, eager, atol=0, rtol=0)
+                self.assertEqual(out_next, eager_next, atol=0, rtol=0)
+                outcomes.add(torch.equal(out[0], sample[0]))
+        self.assertEqual(cnt.frame_count, 1)
         self.assertEqual(outcomes, {True, False})
 
     def test_branch_in_inlined_call(self):
@@ -234,6 +269,11 @@ class DataDependentBranchAsCondRefusalTests(torch._dynamo.test_case.TestCase):
     def test_unmergeable_outputs(self):
         self.check_refused(
             unmergeable_outputs, self.signed_input, "When merging two branches"
+        )
+
+    def test_store_to_a_cell_a_closure_reads(self):
+        self.check_refused(
+            closure_sees_a_store_after_the_branch, self.signed_input, "side effect"
         )
 
     def test_graph_break_after_the_branch(self):

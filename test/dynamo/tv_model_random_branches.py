@@ -4,7 +4,12 @@
   (from tv_model_random), the rest of the frame as a cond over both outcomes;
 * ``flip_if_bright``: a branch on the data, not on a random draw;
 * ``random_flip_then_brighten``: the random branch in an inlined call, its
-  caller going on after it.
+  caller going on after it;
+* ``random_apply_flip``: ``_RandomApplyTransform.forward`` on a sample: its leaves
+  are listed before the branch, and after it the parameters are made and a list
+  comprehension applies the kernel to each leaf with them (up to Python 3.11 the
+  comprehension closes over ``params``, a cell of the frame, which each outcome
+  of the cond then stores into).
 
 They compile fullgraph, in one graph for both outcomes, only with
 ``torch._dynamo.config.data_dependent_branches_as_cond``; the audit rows turn it
@@ -15,7 +20,7 @@ from __future__ import annotations
 
 import torch
 
-from tv_dispatch_model import adjust_brightness, vertical_flip
+from tv_dispatch_model import adjust_brightness, horizontal_flip, vertical_flip
 from tv_model_random import _HOIST, _seeded_image, rand_augment_choice, random_horizontal_flip
 
 
@@ -36,6 +41,24 @@ def random_flip_then_brighten(image: torch.Tensor) -> torch.Tensor:
     return adjust_brightness(random_horizontal_flip(image), 1.1)
 
 
+def _flip_params(leaves: list[torch.Tensor]) -> dict[str, bool]:
+    return {"horizontal": True}
+
+
+def random_apply_flip(sample: tuple[torch.Tensor, ...], p: float = 0.5) -> tuple[torch.Tensor, ...]:
+    leaves = list(sample)
+    if torch.rand(1) >= p:
+        return sample
+    params = _flip_params(leaves)
+    return tuple([horizontal_flip(leaf) if params["horizontal"] else leaf for leaf in leaves])
+
+
+def _seeded_sample(seed: int) -> tuple[tuple[torch.Tensor, torch.Tensor]]:
+    # Plain tensors: a cond's outputs are (a TVTensor would stay a graph break).
+    (image,) = _seeded_image(seed)
+    return ((image, image.mean(0, keepdim=True)),)
+
+
 _COND = {"data_dependent_branches_as_cond": True}
 _COND_HOIST = {**_COND, **_HOIST}
 
@@ -50,4 +73,5 @@ AUDIT_CASES = {
     "branch as cond: flip if bright": (flip_if_bright, lambda: _seeded_image(4), _COND),
     "branch as cond: op choice by randint (hoisted draw)": (rand_augment_choice, lambda: _seeded_image(1), _COND_HOIST),
     "branch as cond: random flip in an inlined call": (random_flip_then_brighten, lambda: _seeded_image(5), _COND),
+    "branch as cond: random apply to a sample's leaves": (random_apply_flip, lambda: _seeded_sample(0), _COND),
 }
