@@ -86,11 +86,14 @@ def run_pytest(
 
 
 def owner(nodeid: str, patches: tuple[Patch, ...]) -> Patch | None:
+    """The patch whose ``Tests:`` trailer names nodeid most closely: a later
+    patch naming one test owns it even where an earlier one names its class."""
+    best, closest = None, -1
     for p in patches:
         for t in p.tests:
-            if nodeid == t or nodeid.startswith(t + "::"):
-                return p
-    return None
+            if (nodeid == t or nodeid.startswith(t + "::")) and len(t) > closest:
+                best, closest = p, len(t)
+    return best
 
 
 # Conformance tests check the whole series against the real torchvision, case by

@@ -319,6 +319,21 @@ def test_conformance_tests_must_pass_patched_whatever_the_base_does():
     assert not Verdict(regression, None, "failed", "passed").ok
 
 
+def test_a_test_belongs_to_the_patch_that_names_it_most_closely():
+    from torch_overlay._series import TESTS_TRAILER, Patch
+    from torch_overlay.suite import owner
+
+    def patch(name, *tests):
+        return Patch(name, Path(name), name, "", tuple((TESTS_TRAILER, t) for t in tests), ())
+
+    cls = "test/dynamo/test_x.py::XTests"
+    early, late = patch("early.patch", cls), patch("late.patch", cls + "::test_b")
+    assert owner(cls + "::test_a", (early, late)) is early
+    assert owner(cls + "::test_b", (early, late)) is late
+    assert owner(cls + "::test_b", (late, early)) is late
+    assert owner("test/dynamo/test_y.py::YTests::test_a", (early, late)) is None
+
+
 def test_a_dataloader_workers_error_is_named_by_its_exception_line():
     # Dynamo's errors end with advice, not with what went wrong; the bench's row
     # must show the exception the worker raised.
