@@ -380,6 +380,9 @@ MIRRORS: dict[str, Mirror] = {
     "random: gaussian blur sigma by uniform_ (flag on)": Mirror(
         T_ + "GaussianBlur", fn=lambda tv: tv.T.GaussianBlur([5, 5], sigma=(0.1, 2.0))
     ),
+    "random: perspective corners by randint, coefficients by tolist (flag on)": Mirror(
+        T_ + "RandomPerspective", fn=lambda tv: tv.T.RandomPerspective(distortion_scale=0.5, p=1.0)
+    ),
     "random: rotation angle by uniform_ (flag on)": Mirror(
         T_ + "RandomRotation", fn=lambda tv: tv.T.RandomRotation((-30.0, 30.0))
     ),

@@ -16,6 +16,7 @@ from tv_model_random_params import (
     factor_then_branch,
     random_crop,
     random_gaussian_blur,
+    random_perspective,
     random_rotation,
 )
 
@@ -190,6 +191,57 @@ class HoistedRandintRangeTests(RandomParamsMixin, torch._dynamo.test_case.TestCa
 
     def test_whole_numbers_in_a_floating_dtype(self):
         self.check_calls(_whole_float_draw, 8, 1, error_on_recompile=True)
+
+
+def _branch_on_a_written_draw(x):
+    # A write into the drawn tensor: each value the guard replays from the
+    # draw applies it once, as eager does.
+    d = torch.rand(2)
+    d.mul_(2.0)
+    a, b = d.tolist()
+    if a + b > 2.0:
+        return x + a
+    return x - a
+
+
+class HoistedTolistTests(RandomParamsMixin, torch._dynamo.test_case.TestCase):
+    """tolist() of a tensor computed from hoisted draws: an unbacked symbol per
+    element, floats included, whose values the guard replays."""
+
+    def test_random_perspective(self):
+        # RandomPerspective: corners by randint, coefficients by lstsq of a
+        # matrix built by item assignment, read with .tolist(), then put into
+        # torch.tensor for the warp. One graph for every draw (was one each).
+        self.check_calls(random_perspective, 20, 1, error_on_recompile=True)
+
+    def test_random_perspective_on_another_size(self):
+        x = torch.rand(3, 11, 13)
+        cnt = CompileCounter()
+        compiled = torch.compile(random_perspective, backend=cnt, fullgraph=True)
+        with torch._dynamo.config.patch(
+            hoist_torch_rng_draws=True, error_on_recompile=True
+        ):
+            for eager, eager_next, out, out_next in seeded_calls(
+                random_perspective, compiled, range(10), lambda: (x,)
+            ):
+                self.assertEqual(out, eager, atol=0, rtol=0)
+                self.assertEqual(out_next, eager_next, atol=0, rtol=0)
+        self.assertEqual(cnt.frame_count, 1)
+
+    def test_write_into_a_draw(self):
+        x = torch.rand(3, 4)
+        compiled = torch.compile(_branch_on_a_written_draw, backend="eager")
+        outcomes = set()
+        with torch._dynamo.config.patch(
+            hoist_torch_rng_draws=True, capture_scalar_outputs=True
+        ):
+            for eager, eager_next, out, out_next in seeded_calls(
+                _branch_on_a_written_draw, compiled, range(12), lambda: (x,)
+            ):
+                self.assertEqual(out, eager, atol=0, rtol=0)
+                self.assertEqual(out_next, eager_next, atol=0, rtol=0)
+                outcomes.add(bool((eager > x).all()))
+        self.assertEqual(outcomes, {True, False})
 
 
 class RandomScalarsOnBaseTests(torch._dynamo.test_case.TestCase):

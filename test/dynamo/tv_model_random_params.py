@@ -10,7 +10,11 @@ Each draws ``torch.empty(1).uniform_(a, b).item()`` and feeds the float to a fun
 * ``random_crop``: ``RandomCrop``'s offsets, ``torch.randint(...).item()`` used as slice
   starts (symbolic too: the draw's range, ``[low, high - 1]``, bounds the slice);
 * ``factor_then_branch``: a drawn factor compared with 0 where the draw's range does not
-  decide the comparison, so the branch depends on the value drawn.
+  decide the comparison, so the branch depends on the value drawn;
+* ``random_perspective``: ``RandomPerspective``'s corners, ``int(torch.randint(...))``
+  bounded by the image's size, solved for the eight coefficients by least squares into a
+  matrix built by item assignment, read back with ``.tolist()`` as floats, and put into
+  ``torch.tensor`` for the projective warp (symbolic too, patch 42).
 
 With ``torch._dynamo.config.hoist_torch_rng_draws`` the floats are traced as unbacked
 symbols (one graph for every draw); the audit rows turn it on where it exists.
@@ -20,6 +24,7 @@ from __future__ import annotations
 
 import torch
 
+from tv_model_errors import _get_perspective_coeffs
 from tv_model_kernels import adjust_hue, gaussian_blur, rotate
 from tv_model_random import _HOIST, _seeded_image
 
@@ -55,9 +60,43 @@ def random_crop(image: torch.Tensor, size: tuple[int, int] = (8, 8)) -> torch.Te
 
 
 # name -> (callable, argument factory, Dynamo config to apply where it exists)
+def _perspective_warp(image: torch.Tensor, coeffs: list[float]) -> torch.Tensor:
+    """Sample image at ((a x + b y + c) / (g x + h y + 1), (d x + e y + f) / (g x + h y + 1))
+    for each output pixel center (x, y)."""
+    height, width = image.shape[-2:]
+    theta = torch.tensor([coeffs[0:3], coeffs[3:6], [coeffs[6], coeffs[7], 1.0]])
+    ys, xs = torch.meshgrid(
+        torch.arange(height, dtype=torch.float32) + 0.5,
+        torch.arange(width, dtype=torch.float32) + 0.5,
+        indexing="ij",
+    )
+    points = torch.stack([xs, ys, torch.ones_like(xs)], dim=-1) @ theta.T
+    grid = points[..., :2] / points[..., 2:] / torch.tensor([0.5 * width, 0.5 * height]) - 1.0
+    return torch.nn.functional.grid_sample(image.unsqueeze(0), grid.unsqueeze(0), align_corners=False).squeeze(0)
+
+
+def random_perspective(image: torch.Tensor, distortion_scale: float = 0.5) -> torch.Tensor:
+    height, width = image.shape[-2:]
+    bound_h = int(distortion_scale * (height // 2)) + 1
+    bound_w = int(distortion_scale * (width // 2)) + 1
+
+    def corner(x_low: int, y_low: int) -> list[int]:
+        return [int(torch.randint(x_low, x_low + bound_w, size=(1,))), int(torch.randint(y_low, y_low + bound_h, size=(1,)))]
+
+    startpoints = [[0, 0], [width - 1, 0], [width - 1, height - 1], [0, height - 1]]
+    endpoints = [corner(0, 0), corner(width - bound_w, 0), corner(width - bound_w, height - bound_h), corner(0, height - bound_h)]
+    coeffs = _get_perspective_coeffs(startpoints, endpoints).to(torch.float32).tolist()
+    return _perspective_warp(image, coeffs)
+
+
 AUDIT_CASES = {
     "random: gaussian blur sigma by uniform_ (flag on)": (random_gaussian_blur, lambda: _seeded_image(4), _HOIST),
     "random: rotation angle by uniform_ (flag on)": (random_rotation, lambda: _seeded_image(5), _HOIST),
     "random: hue factor by uniform_ (flag on)": (color_jitter_hue, lambda: _seeded_image(6), _HOIST),
     "random: crop offsets by randint (flag on)": (random_crop, lambda: _seeded_image(7), _HOIST),
+    "random: perspective corners by randint, coefficients by tolist (flag on)": (
+        random_perspective,
+        lambda: _seeded_image(8),
+        _HOIST,
+    ),
 }

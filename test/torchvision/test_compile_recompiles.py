@@ -10,8 +10,8 @@ ones, one per path of a search on draws (a guard replays the draws and checks th
 answers the trace took, not the values). Beyond that bound Dynamo would recompile on
 the next values and, past its recompile limit, fail under ``fullgraph``; these rows
 are the ones a stream can use.
-The transforms that still compile a graph per drawn value (RandomPerspective, RandAugment,
-AugMix and others, listed in the README) are not bounded yet and are not here.
+The transforms that still compile a graph per drawn value (RandAugment, AugMix and others,
+listed in the README) are not bounded yet and are not here.
 """
 
 from __future__ import annotations
@@ -58,6 +58,9 @@ BOUNDS = {
     # it draws again (RandomZoomOut), loops (RandomApply), or returns an output whose
     # strides the other outcome's cannot merge with (RandomGrayscale's expand)
     "RandomGrayscale": 2,
+    # the coefficients' tolist() is symbolic too, patch 42; the draws after the p-gate
+    # keep it from being a cond
+    "RandomPerspective": 2,
     "RandomZoomOut": 2,
     "RandomApply": 2,
     "RandomChoice": 2,
