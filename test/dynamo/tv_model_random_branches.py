@@ -54,7 +54,8 @@ def random_apply_flip(sample: tuple[torch.Tensor, ...], p: float = 0.5) -> tuple
 
 
 def _seeded_sample(seed: int) -> tuple[tuple[torch.Tensor, torch.Tensor]]:
-    # Plain tensors: a cond's outputs are (a TVTensor would stay a graph break).
+    # Plain tensors: a cond returns plain tensors, so around TVTensors the
+    # branch stays a specialization (or a graph break).
     (image,) = _seeded_image(seed)
     return ((image, image.mean(0, keepdim=True)),)
 

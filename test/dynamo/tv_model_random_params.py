@@ -59,7 +59,6 @@ def random_crop(image: torch.Tensor, size: tuple[int, int] = (8, 8)) -> torch.Te
     return image[..., i : i + size[0], j : j + size[1]]
 
 
-# name -> (callable, argument factory, Dynamo config to apply where it exists)
 def _perspective_warp(image: torch.Tensor, coeffs: list[float]) -> torch.Tensor:
     """Sample image at ((a x + b y + c) / (g x + h y + 1), (d x + e y + f) / (g x + h y + 1))
     for each output pixel center (x, y)."""
@@ -81,14 +80,18 @@ def random_perspective(image: torch.Tensor, distortion_scale: float = 0.5) -> to
     bound_w = int(distortion_scale * (width // 2)) + 1
 
     def corner(x_low: int, y_low: int) -> list[int]:
-        return [int(torch.randint(x_low, x_low + bound_w, size=(1,))), int(torch.randint(y_low, y_low + bound_h, size=(1,)))]
+        x = int(torch.randint(x_low, x_low + bound_w, size=(1,)))
+        y = int(torch.randint(y_low, y_low + bound_h, size=(1,)))
+        return [x, y]
 
+    right, bottom = width - bound_w, height - bound_h
     startpoints = [[0, 0], [width - 1, 0], [width - 1, height - 1], [0, height - 1]]
-    endpoints = [corner(0, 0), corner(width - bound_w, 0), corner(width - bound_w, height - bound_h), corner(0, height - bound_h)]
+    endpoints = [corner(0, 0), corner(right, 0), corner(right, bottom), corner(0, bottom)]
     coeffs = _get_perspective_coeffs(startpoints, endpoints).to(torch.float32).tolist()
     return _perspective_warp(image, coeffs)
 
 
+# name -> (callable, argument factory, Dynamo config to apply where it exists)
 AUDIT_CASES = {
     "random: gaussian blur sigma by uniform_ (flag on)": (random_gaussian_blur, lambda: _seeded_image(4), _HOIST),
     "random: rotation angle by uniform_ (flag on)": (random_rotation, lambda: _seeded_image(5), _HOIST),
