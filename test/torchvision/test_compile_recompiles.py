@@ -10,8 +10,8 @@ ones, one per path of a search on draws (a guard replays the draws and checks th
 answers the trace took, not the values). Beyond that bound Dynamo would recompile on
 the next values and, past its recompile limit, fail under ``fullgraph``; these rows
 are the ones a stream can use.
-The transforms that still compile a graph per drawn value (RandAugment, AugMix and others,
-listed in the README) are not bounded yet and are not here.
+The transforms that still compile a graph per drawn value (RandAugment, AugMix, ColorJitter
+and others, listed in the README) are not bounded yet and are not here.
 """
 
 from __future__ import annotations
@@ -37,6 +37,10 @@ BOUNDS = {
     "GaussianNoise": 1,
     "RandomChannelPermutation": 1,
     "MixUp": 1,
+    # the box's corners, clamped draws, stay symbolic; its area feeds the labels' weights
+    "CutMix": 1,
+    # the drawn size feeds resize as a symbolic size (patch 43 keeps query_size's set symbolic)
+    "RandomResize": 1,
     # the angle stays symbolic; `angle % 360 == 0` is answered by replaying it
     "RandomRotation": 1,
     # one graph per number of attempts its search takes (at most 10, and the
