@@ -51,6 +51,15 @@ def unmergeable_outputs(x):
     return x.sum()
 
 
+def flip_then_draw_after_a_branch(x):
+    # A cond (the flip), then a branch whose rest draws again, which cond
+    # refuses: it is specialized on its draw, which must still be hoisted.
+    y = random_horizontal_flip(x)
+    if torch.rand(1) >= 0.5:
+        return y + torch.rand(1)
+    return y
+
+
 def closure_sees_a_store_after_the_branch(x):
     # `scale` is a cell that a function made before the branch closes over:
     # an outcome storing into a copy of it would not change what scaled reads.
@@ -161,6 +170,20 @@ class GraphModule(torch.nn.Module):
                 outcomes.add(torch.equal(out[0], sample[0]))
         self.assertEqual(cnt.frame_count, 1)
         self.assertEqual(outcomes, {True, False})
+
+    def test_draws_after_a_cond_are_still_hoisted(self):
+        # Two graphs: one per outcome of the second branch; the flip is a
+        # cond in both.
+        x = torch.rand(3, 4, 5)
+        cnt = CompileCounter()
+        compiled = torch.compile(flip_then_draw_after_a_branch, backend=cnt, fullgraph=True)
+        with torch._dynamo.config.patch(**dynamo_flags(COND, HOIST)):
+            for eager, eager_next, out, out_next in seeded_calls(
+                flip_then_draw_after_a_branch, compiled, range(12), lambda: (x,)
+            ):
+                self.assertEqual(out, eager, atol=0, rtol=0)
+                self.assertEqual(out_next, eager_next, atol=0, rtol=0)
+        self.assertEqual(cnt.frame_count, 2)
 
     def test_branch_in_inlined_call(self):
         self.check_seeded_calls(random_flip_then_brighten, dynamo_flags(COND))
