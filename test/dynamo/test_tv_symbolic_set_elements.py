@@ -3,8 +3,8 @@
 
 ``query_size`` (model: ``tv_model_tvtensors.query_size``) collects
 ``{tuple(get_size(inpt)) for inpt in flat_inputs}``, checks that the set has one
-element and pops it. Every transform that reads the sample's size (CenterCrop,
-RandomCrop, RandomResizedCrop, RandomErasing, ...) goes through it. Dynamo
+element and pops it. The transforms that read the sample's size go through it (the
+model's CenterCrop; torchvision's RandomCrop, RandomResizedCrop, RandomErasing, ...). Dynamo
 specialized a SymInt put into a set, so with dynamic sizes each new image size
 compiled another graph. With the patch a set keeps symbolic elements; the
 comparisons the set makes between them (and against constant elements) are
