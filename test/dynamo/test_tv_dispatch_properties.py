@@ -37,9 +37,8 @@ methods patch).
 
 import functools
 import inspect
-import os
 
-from hypothesis import given, HealthCheck, Phase, settings, strategies as st
+from hypothesis import given, strategies as st
 
 import torch
 import torch._dynamo.test_case
@@ -47,31 +46,10 @@ from torch._dynamo.testing import CompileCounter
 from torch._dynamo.utils import counters
 
 from tv_dispatch_model import CompiledVsEagerMixin
+from tv_hypothesis import profile
 
 
-# The explain phase replays the failing example under a line tracer, and
-# Dynamo does not compile frames while a tracer is set.
-PHASES = [p for p in Phase if p is not Phase.explain]
-settings.register_profile(
-    "ci",
-    derandomize=True,
-    database=None,
-    max_examples=50,
-    deadline=None,
-    phases=PHASES,
-    suppress_health_check=[HealthCheck.too_slow],
-)
-settings.register_profile(
-    "local",
-    max_examples=500,
-    database=None,
-    deadline=None,
-    phases=PHASES,
-    suppress_health_check=[HealthCheck.too_slow],
-)
-# Applied per test rather than with settings.load_profile, so that other test
-# modules in the same process keep their own hypothesis settings.
-PROFILE = settings.get_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+PROFILE = profile(ci_examples=50, local_examples=500)
 
 BASE_VALUE = torch.linspace(0.0, 1.0, 6).reshape(2, 3)
 

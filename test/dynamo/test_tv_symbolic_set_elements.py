@@ -11,36 +11,17 @@ comparisons the set makes between them (and against constant elements) are
 guarded, so a set of sizes behaves as in eager for every size.
 """
 
-import os
-
-from hypothesis import given, HealthCheck, Phase, settings, strategies as st
+from hypothesis import given, strategies as st
 
 import torch
 import torch._dynamo.test_case
 from torch._dynamo.testing import CompileCounter
 
+from tv_hypothesis import profile
 from tv_model_tvtensors import CenterCrop, Image, make_boxes, Mask
 
 
-PHASES = [p for p in Phase if p is not Phase.explain]
-settings.register_profile(
-    "ci",
-    derandomize=True,
-    database=None,
-    max_examples=60,
-    deadline=None,
-    phases=PHASES,
-    suppress_health_check=[HealthCheck.too_slow],
-)
-settings.register_profile(
-    "local",
-    max_examples=600,
-    database=None,
-    deadline=None,
-    phases=PHASES,
-    suppress_health_check=[HealthCheck.too_slow],
-)
-PROFILE = settings.get_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+PROFILE = profile(ci_examples=60, local_examples=600)
 
 SIZES = [(16, 20), (17, 23), (19, 21), (22, 18), (30, 25), (21, 19)]
 
@@ -65,42 +46,35 @@ def set_semantics(x, y):
 
 
 class SymbolicSetElementsTests(torch._dynamo.test_case.TestCase):
-    def test_center_crop_compiles_once_for_every_size(self):
-        t = CenterCrop(8)
+    def check_one_graph(self, fn, make_input):
+        """fn compiles once (dynamic sizes) for every size in SIZES, and each
+        output equals eager's: values, and the type of each output tensor."""
         cnt = CompileCounter()
-        compiled = torch.compile(t, backend=cnt, fullgraph=True, dynamic=True)
+        compiled = torch.compile(fn, backend=cnt, fullgraph=True, dynamic=True)
         with torch._dynamo.config.patch(error_on_recompile=True):
             for size in SIZES:
-                x = torch.rand(3, *size)
-                self.assertEqual(compiled(x), t(x), atol=0, rtol=0)
+                inpt = make_input(size)
+                out, expected = compiled(inpt), fn(inpt)
+                if isinstance(expected, tuple):
+                    self.assertEqual([type(o) for o in out], [type(e) for e in expected])
+                self.assertEqual(out, expected, atol=0, rtol=0)
         self.assertEqual(cnt.frame_count, 1)
+
+    def test_center_crop_compiles_once_for_every_size(self):
+        self.check_one_graph(CenterCrop(8), lambda size: torch.rand(3, *size))
 
     def test_center_crop_of_image_and_mask_compiles_once(self):
         # Two elements whose sizes are equal: one guard relates them.
-        t = CenterCrop(8)
-        cnt = CompileCounter()
-        compiled = torch.compile(t, backend=cnt, fullgraph=True, dynamic=True)
-        with torch._dynamo.config.patch(error_on_recompile=True):
-            for size in SIZES:
-                sample = (Image(torch.rand(3, *size)), Mask(torch.zeros(size)))
-                out, expected = compiled(sample), t(sample)
-                self.assertEqual([type(o) for o in out], [type(e) for e in expected])
-                self.assertEqual(out, expected, atol=0, rtol=0)
-        self.assertEqual(cnt.frame_count, 1)
+        self.check_one_graph(
+            CenterCrop(8), lambda size: (Image(torch.rand(3, *size)), Mask(torch.zeros(size)))
+        )
 
     def test_set_of_sizes_without_guards_on_the_values(self):
         def fn(x):
             (size,) = {tuple(x.shape[-2:])}
             return x.new_zeros(size)
 
-        cnt = CompileCounter()
-        compiled = torch.compile(fn, backend=cnt, fullgraph=True, dynamic=True)
-        with torch._dynamo.config.patch(error_on_recompile=True):
-            for size in SIZES:
-                x = torch.rand(3, *size)
-                self.assertEqual(compiled(x), fn(x))
-        self.assertEqual(cnt.frame_count, 1)
-
+        self.check_one_graph(fn, lambda size: torch.rand(3, *size))
 
 
 class SymbolicSetSemanticsTests(torch._dynamo.test_case.TestCase):
@@ -140,7 +114,7 @@ class SymbolicSetSemanticsTests(torch._dynamo.test_case.TestCase):
             self.assertEqual(compiled(torch.rand(n, 2)), fn(torch.rand(n, 2)))
 
     @given(st.lists(st.integers(2, 5), min_size=4, max_size=4))
-    @settings(PROFILE)
+    @PROFILE
     def test_set_semantics_match_eager(self, sizes):
         # One compiled function for all the examples: its guards must pick a
         # graph whose answers are eager's for every combination of sizes.
