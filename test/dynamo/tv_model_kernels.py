@@ -83,11 +83,26 @@ def rotate_image(image: torch.Tensor, angle: float, center: Sequence[float] | No
     return out.reshape(image.shape)
 
 
+def _resized_output_size(height: int, width: int, size: list[int]) -> list[int]:
+    # As torchvision's _compute_resized_output_size: the short and long edges
+    # first, whatever size was asked for (a branch on a crop's drawn size).
+    short, long = (width, height) if width <= height else (height, width)
+    if len(size) == 1:  # match the smaller edge
+        new_short, new_long = size[0], int(size[0] * long / short)
+        new_width, new_height = (new_short, new_long) if width <= height else (new_long, new_short)
+    else:
+        new_width, new_height = size[1], size[0]
+    return [new_height, new_width]
+
+
 @_register_kernel_internal(resized_crop, torch.Tensor)
 def resized_crop_image(
     image: torch.Tensor, top: int, left: int, height: int, width: int, size: list[int], antialias: bool = True
 ) -> torch.Tensor:
     image = image[..., top : top + height, left : left + width]
+    size = _resized_output_size(height, width, size)
+    if size == [height, width]:  # torchvision's resize_image returns the crop
+        return image
     batch = _as_batch(image)
     if batch.dtype == torch.uint8 and batch.device.type == "cpu":
         # The CPU kernel resizes uint8 directly (and rounds like PIL).

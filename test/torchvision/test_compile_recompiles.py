@@ -44,8 +44,9 @@ BOUNDS = {
     # the angle stays symbolic; `angle % 360 == 0` is answered by replaying it
     "RandomRotation": 1,
     # one graph per number of attempts its search takes (at most 10, and the
-    # fallback): 1 to 4 over these seeds
-    "RandomResizedCrop": 4,
+    # fallback): 1 to 3 over these seeds; the crop's orientation, which resize's
+    # `short, long = (w, h) if w <= h else (h, w)` compares, is a sym_ite (patch 45)
+    "RandomResizedCrop": 3,
     "RandomErasing": 2,
     # `if torch.rand(1) >= self.p` in _RandomApplyTransform.forward: one graph for both
     # outcomes on a pure image (a torch.cond over the rest of forward), one per outcome
