@@ -181,8 +181,12 @@ def run_stream(workload: str, config: str, n: int, passes: int) -> dict:
     result["eager_us"] = statistics.median(eager_t) * 1e6
     result["compiled_us"] = statistics.median(compiled_t) * 1e6
     # Ten times as many distinct sizes and draws: the graph count must stay flat.
-    for i, s in enumerate(_samples(workload, 10 * n)):
-        seeded(compiled, 10_000 + i, s)
+    try:
+        for i, s in enumerate(_samples(workload, 10 * n)):
+            seeded(compiled, 10_000 + i, s)
+    except Exception as e:  # noqa: BLE001 - e.g. fullgraph's recompile limit: the row says so
+        result["at_10n_error"] = f"{type(e).__name__} after {_counts()['graphs']} graphs"
+        return result
     result["at_10n"] = _counts()
     return result
 
@@ -307,10 +311,13 @@ def _row(label: str, r: dict) -> str:
         )
     speed = r["eager_us"] / r["compiled_us"]
     n = r["n"]
+    at_10n = (
+        f"fails @{10 * n} ({r['at_10n_error']})" if "at_10n_error" in r else f"{r['at_10n']['graphs']:>2} @{10 * n}"
+    )
     return (
         f"  {label:<22} eager {r['eager_us']:7.0f} us  compiled {r['compiled_us']:7.0f} us  {speed:5.2f}x  "
         f"first pass {r['first_pass_s']:5.1f} s  graphs {r['at_n']['graphs']:>2} @{n} / "
-        f"{r['at_10n']['graphs']:>2} @{10 * n}  breaks {r['at_n']['breaks']:>3} @{n}  "
+        f"{at_10n}  breaks {r['at_n']['breaks']:>3} @{n}  "
         + ("eager-equal" if r["equal"] == n else f"{n - r['equal']}/{n} DIFFER FROM EAGER")
     )
 

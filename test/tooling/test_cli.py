@@ -354,6 +354,21 @@ def test_a_dataloader_workers_error_is_named_by_its_exception_line():
     assert _worker_error(ValueError()) == "ValueError"
 
 
+def test_a_stream_that_compiles_at_n_but_not_at_10n_is_a_row():
+    # fullgraph may compile the first n images and hit the recompile limit on the
+    # 10n after them: the bench prints what it measured and says where it failed.
+    from torch_overlay.stream import _row
+
+    r = {"workload": "classification", "n": 40, "eager_us": 440.0, "compiled_us": 550.0, "first_pass_s": 17.0,
+         "equal": 40, "at_n": {"graphs": 7, "breaks": 0}, "at_10n_error": "FailOnRecompileLimitHit after 8 graphs"}
+    row = _row("series fullgraph", r)
+    assert "0.80x" in row and "graphs  7 @40" in row and "eager-equal" in row
+    assert "fails @400 (FailOnRecompileLimitHit after 8 graphs)" in row
+    r = dict(r, at_10n={"graphs": 9, "breaks": 0})
+    del r["at_10n_error"]
+    assert "graphs  7 @40 /  9 @400" in _row("series default", r)
+
+
 def test_the_overlay_directory_matches_itself_as_a_regex():
     # Upstream's munge_exc (common_utils) strips the torch directory from
     # messages with an unescaped re.sub: a '+' in it (2.13.0+cpu) made tests
