@@ -13,7 +13,8 @@ is now ``torch.sym_ite(c, a, b)`` (elementwise for tuples) and tracing goes on.
 ``ConditionalExpressionTests``: numbers, tuples, floats, sizes on Inductor, the
 graph Dynamo records, and a drawn crop of either orientation in one graph.
 ``ConditionalExpressionFallbackTests``: what keeps the usual path (an arm that
-calls a function, arms of different kinds, backed sizes, which a guard decides).
+calls a function, an arm that would raise, arms of different kinds, backed sizes,
+which a guard decides).
 """
 
 import torch
@@ -137,6 +138,12 @@ def _arms_of_two_kinds(x, y):
     return x + (u if u > 2 else 3)
 
 
+def _arm_that_would_raise(x, y):
+    u = y.item()
+    # eager never runs 1 / 0: u is never above 2 here
+    return x + (1 / 0 if u > 2 else 1.5)
+
+
 def _backed_orientation(x):
     h, w = x.shape
     short, long = (w, h) if w <= h else (h, w)
@@ -157,6 +164,15 @@ class ConditionalExpressionFallbackTests(torch._dynamo.test_case.TestCase):
     def test_arms_of_two_kinds(self):
         # torch.sym_ite takes values of one type (here a SymInt and an int).
         self.check_data_dependent_error(_arms_of_two_kinds)
+
+    def test_arm_that_would_raise(self):
+        # Both arms are traced, but only one runs: an arm that raises leaves
+        # the jump to the usual path, and no ZeroDivisionError reaches the user.
+        self.check_data_dependent_error(_arm_that_would_raise)
+        with torch._dynamo.config.patch(capture_scalar_outputs=True):
+            y = torch.tensor([1])
+            compiled = torch.compile(_arm_that_would_raise, backend="eager")
+            self.assertEqual(compiled(torch.ones(3), y), _arm_that_would_raise(torch.ones(3), y))
 
     def test_backed_sizes_are_guarded(self):
         # A guard decides a comparison of backed sizes: one graph per outcome.
