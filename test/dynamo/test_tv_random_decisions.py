@@ -166,6 +166,54 @@ class ReplayedDecisionsTests(ReplayedDecisionsMixin, torch._dynamo.test_case.Tes
         self.graphs(random_resized_crop_log_ratio, range(6), lambda: (x,), backend="inductor", atol=1e-6, rtol=1e-5)
 
 
+@torch._dynamo.config.patch(hoist_torch_rng_draws=True, recompile_limit=64)
+class ReplayedDrawsTakenTests(ReplayedDecisionsMixin, torch._dynamo.test_case.TestCase):
+    """The prologue takes the draws its entry's replay guard made on the call.
+
+    The guard draws on the call's RNG state (and puts it back); the prologue
+    would make the same draws next. It takes them instead, only if the state
+    and the sizes are those the guard drew from.
+    """
+
+    def test_prologue_takes_the_replayed_draws(self):
+        counters = torch._dynamo.utils.counters
+        counters.clear()
+        x = torch.rand(3, 16, 20)
+        self.assertGreater(self.graphs(random_resized_crop_log_ratio, range(12), lambda: (x,)), 1)
+        # every call, the ones that compile an entry too: Dynamo checks the new
+        # entry's guards before it runs the entry
+        self.assertEqual(counters["stats"]["torch_rng_draws_taken_from_replay"], 12)
+
+    def test_other_state_or_sizes_draw_again(self):
+        from torch._dynamo.output_graph import _draw_torch_rng, _ReplayedTorchRng
+
+        def draw(values, sizes):
+            return torch.randint(0, sizes[0], (2,))
+
+        torch.manual_seed(0)
+        before = torch.random.get_rng_state()
+        taken = [torch.tensor([-1, -1])]
+        for made_before, made_sizes in [(before, (5,)), (torch.random.get_rng_state(), (7,))]:
+            torch.manual_seed(1)
+            expected = torch.randint(0, 7, (2,))
+            replayed = _ReplayedTorchRng()
+            replayed.made = (made_before, made_sizes, taken, torch.random.get_rng_state())
+            torch.manual_seed(1)
+            (value,) = _draw_torch_rng([draw], ["s0"], 7, replayed=replayed)
+            self.assertEqual(value, expected)
+            self.assertIsNone(replayed.made)  # taken or not, only once
+        # the state and sizes it drew from: its values, and the state after them
+        torch.manual_seed(1)
+        before = torch.random.get_rng_state()
+        torch.randint(0, 7, (2,))
+        after = torch.random.get_rng_state()
+        replayed = _ReplayedTorchRng()
+        replayed.made = (before, (7,), taken, after)
+        torch.manual_seed(1)
+        self.assertIs(_draw_torch_rng([draw], ["s0"], 7, replayed=replayed), taken)
+        self.assertEqual(torch.random.get_rng_state(), after)
+
+
 class ShapeEnvReplayedValuesTests(torch._dynamo.test_case.TestCase):
     """ShapeEnv.replayed_unbacked_vals: answers a caller checks before each run."""
 
