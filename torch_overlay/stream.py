@@ -159,9 +159,18 @@ def run_stream(workload: str, config: str, n: int, passes: int) -> dict:
     compiled = torch.compile(transform, fullgraph=config == "fullgraph")
     samples = _samples(workload, n)
 
-    def seeded(fn, i, args):
+    def seed(i):
         torch.manual_seed(1000 + i)
+
+    def seeded(fn, i, args):
+        seed(i)
         return fn(*args)
+
+    def timed(fn, i, args):
+        seed(i)  # the first pass's seeds: the steady state of what it compiled
+        t0 = time.perf_counter()
+        fn(*args)
+        return time.perf_counter() - t0
 
     start = time.perf_counter()
     try:
@@ -175,12 +184,7 @@ def run_stream(workload: str, config: str, n: int, passes: int) -> dict:
     eager_t, compiled_t = [], []
     for _ in range(passes):  # interleaved: both sides see the same machine state
         for times, fn in ((eager_t, transform), (compiled_t, compiled)):
-            for i, s in enumerate(samples):
-                # the first pass's seeds: the steady state of what it compiled
-                torch.manual_seed(1000 + i)
-                t0 = time.perf_counter()
-                fn(*s)
-                times.append(time.perf_counter() - t0)
+            times.extend(timed(fn, i, s) for i, s in enumerate(samples))
     result["eager_us"] = statistics.median(eager_t) * 1e6
     result["compiled_us"] = statistics.median(compiled_t) * 1e6
     # Ten times as many distinct sizes and draws: the graph count must stay flat.
