@@ -164,6 +164,19 @@ def vertical_flip_image(image: torch.Tensor) -> torch.Tensor:
     return image.flip(-2)
 
 
+def _resized_output_size(height: int, width: int, size: list[int]) -> list[int]:
+    # As torchvision's _compute_resized_output_size: the short and long edges
+    # first, whatever size was asked for (a branch on the input's, or a drawn
+    # crop's, orientation).
+    short, long = (width, height) if width <= height else (height, width)
+    if len(size) == 1:  # match the smaller edge
+        new_short, new_long = size[0], int(size[0] * long / short)
+        new_width, new_height = (new_short, new_long) if width <= height else (new_long, new_short)
+    else:
+        new_width, new_height = size[1], size[0]
+    return [new_height, new_width]
+
+
 def _max_value(dtype: torch.dtype) -> float:
     return 255.0 if dtype == torch.uint8 else 1.0
 

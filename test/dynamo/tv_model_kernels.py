@@ -19,6 +19,7 @@ from tv_dispatch_model import (
     _dispatch,
     _inverse_affine_matrix,
     _register_kernel_internal,
+    _resized_output_size,
     horizontal_flip,
     horizontal_flip_image,
     make_image,
@@ -81,18 +82,6 @@ def rotate_image(image: torch.Tensor, angle: float, center: Sequence[float] | No
     if not batch.is_floating_point():
         out = out.round_().clamp_(0, 255).to(batch.dtype)
     return out.reshape(image.shape)
-
-
-def _resized_output_size(height: int, width: int, size: list[int]) -> list[int]:
-    # As torchvision's _compute_resized_output_size: the short and long edges
-    # first, whatever size was asked for (a branch on a crop's drawn size).
-    short, long = (width, height) if width <= height else (height, width)
-    if len(size) == 1:  # match the smaller edge
-        new_short, new_long = size[0], int(size[0] * long / short)
-        new_width, new_height = (new_short, new_long) if width <= height else (new_long, new_short)
-    else:
-        new_width, new_height = size[1], size[0]
-    return [new_height, new_width]
 
 
 @_register_kernel_internal(resized_crop, torch.Tensor)

@@ -49,6 +49,7 @@ from tv_dispatch_model import (
     CompiledVsEagerMixin,
     _max_value,
     _register_kernel_internal as _register_in_registry,
+    _resized_output_size,
     adjust_brightness,
     adjust_brightness_image,
     horizontal_flip,
@@ -419,21 +420,13 @@ def _to_dtype_tensor_dispatch(inpt: TVTensor, dtype: torch.dtype = torch.float32
     return inpt.to(dtype)
 
 
-def _resized_size(height: int, width: int, size: list[int]) -> tuple[int, int]:
-    if len(size) == 1:  # match the smaller edge
-        short, long = (height, width) if height <= width else (width, height)
-        new_short, new_long = size[0], int(size[0] * long / short)
-        return (new_short, new_long) if height <= width else (new_long, new_short)
-    return size[0], size[1]
-
-
 @_register_kernel_internal(resize, torch.Tensor)
 @_register_kernel_internal(resize, Image)
 @_register_kernel_internal(resize, Video)
 def resize_image(image: torch.Tensor, size: list[int], interpolation: str = "bilinear") -> torch.Tensor:
     shape = image.shape
     height, width = shape[-2:]
-    new_height, new_width = _resized_size(height, width, size)
+    new_height, new_width = _resized_output_size(height, width, size)
     if (new_height, new_width) == (height, width):
         return image
     batch = image.reshape(-1, shape[-3], height, width) if image.ndim > 2 else image.reshape(1, 1, height, width)
@@ -599,7 +592,7 @@ def resize_bounding_boxes(
     bounding_boxes: torch.Tensor, canvas_size: tuple[int, int], size: list[int]
 ) -> tuple[torch.Tensor, tuple[int, int]]:
     height, width = canvas_size
-    new_height, new_width = _resized_size(height, width, size)
+    new_height, new_width = _resized_output_size(height, width, size)
     if (new_height, new_width) == (height, width):
         return bounding_boxes, canvas_size
     w_ratio, h_ratio = new_width / width, new_height / height
