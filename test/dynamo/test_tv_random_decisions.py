@@ -199,7 +199,7 @@ class ReplayedDrawsTakenTests(ReplayedDecisionsMixin, torch._dynamo.test_case.Te
             replayed = _ReplayedTorchRng()
             replayed.made = (made_before, made_sizes, taken, torch.random.get_rng_state())
             torch.manual_seed(1)
-            (value,) = _draw_torch_rng([draw], ["s0"], 7, replayed=replayed)
+            (value,) = _draw_torch_rng([draw], 7, replayed=replayed)
             self.assertEqual(value, expected)
             self.assertIsNone(replayed.made)  # taken or not, only once
         # the state and sizes it drew from: its values, and the state after them
@@ -210,7 +210,7 @@ class ReplayedDrawsTakenTests(ReplayedDecisionsMixin, torch._dynamo.test_case.Te
         replayed = _ReplayedTorchRng()
         replayed.made = (before, (7,), taken, after)
         torch.manual_seed(1)
-        self.assertIs(_draw_torch_rng([draw], ["s0"], 7, replayed=replayed), taken)
+        self.assertIs(_draw_torch_rng([draw], 7, replayed=replayed), taken)
         self.assertEqual(torch.random.get_rng_state(), after)
 
 
