@@ -51,6 +51,66 @@ def _offset_after_a_count(x):
     return x
 
 
+def _drawn_size(x):
+    # Up to twice the input's size: each bound fails on about half the draws.
+    height, width = x.shape[-2:]
+    return torch.randint(0, 2 * width, (1,)).item(), torch.randint(0, 2 * height, (1,)).item()
+
+
+def _first_fit_and(x):
+    height, width = x.shape[-2:]
+    for _ in range(10):
+        w, h = _drawn_size(x)
+        if 0 < w <= width and 0 < h <= height:
+            return x * w + h
+    return x
+
+
+def _first_fit_or(x):
+    height, width = x.shape[-2:]
+    for _ in range(10):
+        w, h = _drawn_size(x)
+        if w <= 0 or w > width or h <= 0 or h > height:
+            continue
+        return x * w + h
+    return x
+
+
+def _first_fit_not_and(x):
+    # `not (a and b)`: the first jump goes to where the last falls through
+    height, width = x.shape[-2:]
+    for _ in range(10):
+        w, h = _drawn_size(x)
+        if not (0 < w <= width and 0 < h <= height):
+            continue
+        return x * w + h
+    return x
+
+
+def _fits(n, bound):
+    return 0 < n <= bound
+
+
+def _first_fit_through_a_call(x):
+    # a call between the comparisons: each is a decision of its own
+    height, width = x.shape[-2:]
+    for _ in range(10):
+        w, h = _drawn_size(x)
+        if 0 < w <= width and _fits(h, height):
+            return x * w + h
+    return x
+
+
+def _first_fit_with_a_division(x):
+    # `width // w` would divide by zero where `0 < w` is false: not combined
+    height, width = x.shape[-2:]
+    for _ in range(10):
+        w, h = _drawn_size(x)
+        if 0 < w and width // w >= 1 and 0 < h <= height:
+            return x * w + h
+    return x
+
+
 class _CountDraws(TorchFunctionMode):
     def __init__(self):
         super().__init__()
@@ -212,6 +272,53 @@ class ReplayedDrawsTakenTests(ReplayedDecisionsMixin, torch._dynamo.test_case.Te
         torch.manual_seed(1)
         self.assertIs(_draw_torch_rng([draw], 7, replayed=replayed), taken)
         self.assertEqual(torch.random.get_rng_state(), after)
+
+
+@torch._dynamo.config.patch(hoist_torch_rng_draws=True, recompile_limit=64)
+class ShortCircuitDecisionsTests(ReplayedDecisionsMixin, torch._dynamo.test_case.TestCase):
+    """A short-circuit chain of comparisons of draws is one decision.
+
+    `0 < w <= width and 0 < h <= height` is four jumps; decided one by one,
+    a search loop forks per attempt into which bound failed. Combined into one
+    SymBool at the last jump: one graph per number of attempts.
+    """
+
+    def check_one_graph_per_attempt_count(self, fn):
+        x = torch.rand(2, 6, 5)
+        seeds = range(40)
+        paths = _draws_per_seed(fn, seeds, lambda: (x,))
+        self.assertGreater(len(paths), 2)
+        self.assertEqual(self.graphs(fn, seeds, lambda: (x,)), len(paths))
+
+    def test_and(self):
+        self.check_one_graph_per_attempt_count(_first_fit_and)
+
+    def test_or(self):
+        self.check_one_graph_per_attempt_count(_first_fit_or)
+
+    def test_not_and(self):
+        self.check_one_graph_per_attempt_count(_first_fit_not_and)
+
+
+@torch._dynamo.config.patch(hoist_torch_rng_draws=True, recompile_limit=64)
+class ShortCircuitDecisionsKeptTests(ReplayedDecisionsMixin, torch._dynamo.test_case.TestCase):
+    """Chains that stay one decision per comparison still equal eager."""
+
+    def check_more_graphs_than_attempt_counts(self, fn):
+        x = torch.rand(2, 6, 5)
+        seeds = range(40)
+        paths = _draws_per_seed(fn, seeds, lambda: (x,))
+        self.assertGreater(self.graphs(fn, seeds, lambda: (x,)), len(paths))
+
+    def test_through_a_call(self):
+        self.check_more_graphs_than_attempt_counts(_first_fit_through_a_call)
+
+    def test_with_a_division(self):
+        self.check_more_graphs_than_attempt_counts(_first_fit_with_a_division)
+
+    def test_on_inductor(self):
+        x = torch.rand(2, 6, 5)
+        self.graphs(_first_fit_and, range(8), lambda: (x,), backend="inductor")
 
 
 class ShapeEnvReplayedValuesTests(torch._dynamo.test_case.TestCase):
