@@ -58,33 +58,29 @@ def _drawn_size(x):
 
 
 def _first_fit_and(x):
+    # rejection sampling: draw until both fit
     height, width = x.shape[-2:]
-    for _ in range(10):
+    while True:
         w, h = _drawn_size(x)
         if 0 < w <= width and 0 < h <= height:
             return x * w + h
-    return x
 
 
 def _first_fit_or(x):
     height, width = x.shape[-2:]
-    for _ in range(10):
+    w, h = _drawn_size(x)
+    while w <= 0 or w > width or h <= 0 or h > height:
         w, h = _drawn_size(x)
-        if w <= 0 or w > width or h <= 0 or h > height:
-            continue
-        return x * w + h
-    return x
+    return x * w + h
 
 
 def _first_fit_not_and(x):
     # `not (a and b)`: the first jump goes to where the last falls through
     height, width = x.shape[-2:]
-    for _ in range(10):
+    w, h = _drawn_size(x)
+    while not (0 < w <= width and 0 < h <= height):
         w, h = _drawn_size(x)
-        if not (0 < w <= width and 0 < h <= height):
-            continue
-        return x * w + h
-    return x
+    return x * w + h
 
 
 def _fits(n, bound):
@@ -94,21 +90,19 @@ def _fits(n, bound):
 def _first_fit_through_a_call(x):
     # a call between the comparisons: each is a decision of its own
     height, width = x.shape[-2:]
-    for _ in range(10):
+    while True:
         w, h = _drawn_size(x)
         if 0 < w <= width and _fits(h, height):
             return x * w + h
-    return x
 
 
 def _first_fit_with_a_division(x):
     # `width // w` would divide by zero where `0 < w` is false: not combined
     height, width = x.shape[-2:]
-    for _ in range(10):
+    while True:
         w, h = _drawn_size(x)
         if 0 < w and width // w >= 1 and 0 < h <= height:
             return x * w + h
-    return x
 
 
 class _CountDraws(TorchFunctionMode):
@@ -279,8 +273,9 @@ class ShortCircuitDecisionsTests(ReplayedDecisionsMixin, torch._dynamo.test_case
     """A short-circuit chain of comparisons of draws is one decision.
 
     `0 < w <= width and 0 < h <= height` is four jumps; decided one by one,
-    a search loop forks per attempt into which bound failed. Combined into one
-    SymBool at the last jump: one graph per number of attempts.
+    a search that draws until both fit forks per attempt into which bound
+    failed. Combined into one SymBool at the last jump: one graph per number
+    of attempts.
     """
 
     def check_one_graph_per_attempt_count(self, fn):
