@@ -105,6 +105,56 @@ def _first_fit_with_a_division(x):
             return x * w + h
 
 
+def _first_fit_within(x, attempts=10):
+    # torchvision's searches: a bounded number of attempts, then a fallback
+    height, width = x.shape[-2:]
+    for _ in range(attempts):
+        w, h = _drawn_size(x)
+        if 0 < w <= width and 0 < h <= height:
+            return x * w + h
+    return x
+
+
+def _first_fit_within_3(x):
+    return _first_fit_within(x, 3)
+
+
+def _first_fit_growing(x):
+    # each attempt draws from a wider range: the attempts differ
+    height, width = x.shape[-2:]
+    for attempt in range(3):
+        w = torch.randint(0, width + 2 * attempt + 2, (1,)).item()
+        if w <= width:
+            return x * w
+    return x
+
+
+def _first_fit_counted(x):
+    # each attempt is recorded in a list the result reads
+    height, width = x.shape[-2:]
+    tried = []
+    for _ in range(3):
+        w, h = _drawn_size(x)
+        tried.append(w)
+        if 0 < w <= width and 0 < h <= height:
+            break
+    return x * len(tried)
+
+
+def _first_fit_one_bound_at_a_time(x):
+    # the first check's way on reaches the loop again through the second:
+    # the loop's attempts left depend on how many the first took
+    height, width = x.shape[-2:]
+    for _ in range(3):
+        w, h = _drawn_size(x)
+        if not 0 < w <= width:
+            continue
+        if not 0 < h <= height:
+            continue
+        return x * w + h
+    return x
+
+
 class _CountDraws(TorchFunctionMode):
     def __init__(self):
         super().__init__()
@@ -154,18 +204,27 @@ class ReplayedDecisionsTests(ReplayedDecisionsMixin, torch._dynamo.test_case.Tes
         # torchvision's RandomResizedCrop: up to 10 attempts, each drawing a
         # scale and a ratio, then two offsets bounded by the crop drawn. The
         # crop is in bounds on the first attempt for most seeds, on a later
-        # one for a few: one graph per number of attempts taken.
+        # one for a few, in either orientation: one graph, since the prologue
+        # draws the attempts again until one fits and resize's `short, long`
+        # of the crop is a sym_ite.
         x = torch.rand(3, 16, 20)
         paths = _draws_per_seed(random_resized_crop_log_ratio, range(20), lambda: (x,))
         self.assertGreater(len(paths), 1)
-        self.assertEqual(self.graphs(random_resized_crop_log_ratio, range(20), lambda: (x,)), len(paths))
+        self.assertLess(max(paths), 20)  # every search finds a crop
+        self.assertEqual(self.graphs(random_resized_crop_log_ratio, range(20), lambda: (x,)), 1)
 
     def test_erasing_search(self):
-        # a narrow image, where some attempts do not fit
+        # A narrow image, where some attempts do not fit and some searches
+        # find none: one graph for the searches that erase, whichever attempt
+        # fits, and one for those that return the image.
         x = torch.rand(3, 6, 30)
         paths = _draws_per_seed(random_erasing, range(20), lambda: (x,))
-        self.assertGreater(len(paths), 1)
-        self.assertEqual(self.graphs(random_erasing, range(20), lambda: (x,)), len(paths))
+        ways = set()
+        for seed in range(20):
+            torch.manual_seed(seed)
+            ways.add(torch.equal(random_erasing(x), x))
+        self.assertGreater(len(paths), len(ways))
+        self.assertEqual(self.graphs(random_erasing, range(20), lambda: (x,)), len(ways))
 
     def test_draw_the_other_path_would_not_make(self):
         counts = set()
@@ -232,8 +291,9 @@ class ReplayedDrawsTakenTests(ReplayedDecisionsMixin, torch._dynamo.test_case.Te
     def test_prologue_takes_the_replayed_draws(self):
         counters = torch._dynamo.utils.counters
         counters.clear()
-        x = torch.rand(3, 16, 20)
-        self.assertGreater(self.graphs(random_resized_crop_log_ratio, range(12), lambda: (x,)), 1)
+        x = torch.rand(2, 6, 5)
+        # several entries: a call tries the others before its own
+        self.assertGreater(self.graphs(_first_fit_and, range(12), lambda: (x,)), 1)
         # every call, the ones that compile an entry too: Dynamo checks the new
         # entry's guards before it runs the entry
         self.assertEqual(counters["stats"]["torch_rng_draws_taken_from_replay"], 12)
@@ -314,6 +374,88 @@ class ShortCircuitDecisionsKeptTests(ReplayedDecisionsMixin, torch._dynamo.test_
     def test_on_inductor(self):
         x = torch.rand(2, 6, 5)
         self.graphs(_first_fit_and, range(8), lambda: (x,), backend="inductor")
+
+
+def _search_exits(fn, x, seeds):
+    """For each seed, whether eager's search found a fit (changed x)."""
+    exits = set()
+    for seed in seeds:
+        torch.manual_seed(seed)
+        exits.add(not torch.equal(fn(x), x))
+    return exits
+
+
+@torch._dynamo.config.patch(hoist_torch_rng_draws=True, recompile_limit=64)
+class DrawnAgainTests(ReplayedDecisionsMixin, torch._dynamo.test_case.TestCase):
+    """A bounded search's attempts, drawn again by the prologue until one exits.
+
+    `for _ in range(n)`, whose iteration only draws and computes, left by a
+    decision on the draws: the prologue (and the replay guard) draw the
+    iteration again while the decision goes back to the loop, up to the
+    attempts left, and the graph takes the values of the attempt that exits.
+    One graph for any number of attempts, and one for a search none exits.
+    """
+
+    def test_resized_crop_search(self):
+        for shape in [(3, 16, 20), (3, 24, 24)]:
+            x = torch.rand(shape)
+            paths = _draws_per_seed(random_resized_crop_log_ratio, range(40), lambda: (x,))
+            self.assertGreater(len(paths), 2)
+            self.assertLess(max(paths), 20)  # every search finds a crop
+            torch._dynamo.reset()
+            self.assertEqual(self.graphs(random_resized_crop_log_ratio, range(40), lambda: (x,)), 1)
+
+    def test_search_that_none_exits(self):
+        # 3 attempts, each fitting one time in four: both ways out of the loop
+        x = torch.rand(2, 6, 5)
+        self.assertEqual(_search_exits(_first_fit_within_3, x, range(40)), {False, True})
+        paths = _draws_per_seed(_first_fit_within_3, range(40), lambda: (x,))
+        self.assertEqual(len(paths), 3)
+        self.assertEqual(self.graphs(_first_fit_within_3, range(40), lambda: (x,)), 2)
+
+    def test_sizes_vary(self):
+        # the guard and the prologue read the sizes the decision compares with
+        cnt = CompileCounter()
+        compiled = torch.compile(random_resized_crop_log_ratio, backend=cnt, fullgraph=True)
+        sizes = [(16, 20), (23, 17), (30, 30), (12, 25), (19, 19)]
+        for k, (height, width) in enumerate(sizes):
+            x = torch.rand(3, height, width)
+            torch._dynamo.mark_dynamic(x, 1)
+            torch._dynamo.mark_dynamic(x, 2)
+            seeds = range(10 * k, 10 * k + 10)
+            with torch._dynamo.config.patch(error_on_recompile=k > 0):
+                for eager, eager_next, out, out_next in seeded_calls(
+                    random_resized_crop_log_ratio, compiled, seeds, lambda: (x,)
+                ):
+                    self.assertEqual(out, eager, atol=0, rtol=0)
+                    self.assertEqual(out_next, eager_next, atol=0, rtol=0)
+        self.assertEqual(cnt.frame_count, 1)
+
+    def test_on_inductor(self):
+        x = torch.rand(3, 16, 20)
+        self.graphs(random_resized_crop_log_ratio, range(8), lambda: (x,), backend="inductor", atol=1e-6, rtol=1e-5)
+
+
+@torch._dynamo.config.patch(hoist_torch_rng_draws=True, recompile_limit=64)
+class DrawnAgainKeptTests(ReplayedDecisionsMixin, torch._dynamo.test_case.TestCase):
+    """Searches whose attempts are not alike stay one graph per path (more
+    than the loop's two ways out), with eager's values and RNG stream."""
+
+    def check_one_graph_per_path(self, fn):
+        x = torch.rand(2, 6, 5)
+        self.assertGreater(self.graphs(fn, range(40), lambda: (x,)), 2)
+
+    def test_attempts_read_the_loop_item(self):
+        self.check_one_graph_per_path(_first_fit_growing)
+
+    def test_attempts_mutate(self):
+        self.check_one_graph_per_path(_first_fit_counted)
+
+    def test_way_on_reaches_the_loop_again(self):
+        # after a first check passes, the loop's attempts left are those
+        # eager has: the prologue must not have drawn the first check's
+        # attempts again
+        self.check_one_graph_per_path(_first_fit_one_bound_at_a_time)
 
 
 class ShapeEnvReplayedValuesTests(torch._dynamo.test_case.TestCase):

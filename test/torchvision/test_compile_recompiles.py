@@ -43,11 +43,14 @@ BOUNDS = {
     "RandomResize": 1,
     # the angle stays symbolic; `angle % 360 == 0` is answered by replaying it
     "RandomRotation": 1,
-    # one graph per number of attempts its search takes (at most 10, and the
-    # fallback): 1 to 3 over these seeds; the crop's orientation, which resize's
-    # `short, long = (w, h) if w <= h else (h, w)` compares, is a sym_ite (patch 45)
-    "RandomResizedCrop": 3,
-    "RandomErasing": 2,
+    # one graph for every search that finds a crop, whichever attempt it takes
+    # (the prologue draws the attempts again until one fits, patch 48), one for
+    # a search that finds none; the crop's orientation, which resize's
+    # `short, long = (w, h) if w <= h else (h, w)` compares, is a sym_ite (patch
+    # 45). RandomResizedCrop: a second graph where the crop is the output size
+    # (8x8 here) and resize returns early
+    "RandomResizedCrop": 2,
+    "RandomErasing": 1,
     # `if torch.rand(1) >= self.p` in _RandomApplyTransform.forward: one graph for both
     # outcomes on a pure image (a torch.cond over the rest of forward), one per outcome
     # on the sample, whose TVTensors a cond would return as plain tensors
