@@ -16,7 +16,7 @@ Every call is compared with eager from the same seed: output, and the next draw.
 
 import torch
 import torch._dynamo.test_case
-from torch._dynamo.testing import CompileCounter
+from torch._dynamo.testing import CompileCounter, CompileCounterWithBackend
 from torch.fx.experimental.symbolic_shapes import ShapeEnv
 from torch.overrides import TorchFunctionMode
 
@@ -177,9 +177,9 @@ def _draws_per_seed(fn, seeds, make_args):
 
 
 class ReplayedDecisionsMixin:
-    def graphs(self, fn, seeds, make_args, backend=None, **tolerance):
+    def graphs(self, fn, seeds, make_args, backend=None, fullgraph=True, **tolerance):
         cnt = CompileCounter()
-        compiled = torch.compile(fn, backend=backend or cnt, fullgraph=True)
+        compiled = torch.compile(fn, backend=backend or cnt, fullgraph=fullgraph)
         tolerance = tolerance or {"atol": 0, "rtol": 0}
         for eager, eager_next, out, out_next in seeded_calls(fn, compiled, seeds, make_args):
             self.assertEqual(type(out), type(eager))
@@ -456,6 +456,56 @@ class DrawnAgainKeptTests(ReplayedDecisionsMixin, torch._dynamo.test_case.TestCa
         # eager has: the prologue must not have drawn the first check's
         # attempts again
         self.check_one_graph_per_path(_first_fit_one_bound_at_a_time)
+
+
+def _repeat_drawn_times(x):
+    # a Python loop over a drawn count needs the count's value
+    for _ in range(torch.randint(1, 4, (1,)).item()):
+        x = x + 1
+    return x
+
+
+@torch._dynamo.config.patch(hoist_torch_rng_draws=True, recompile_limit=64)
+class DrawsWithoutFullgraphTests(ReplayedDecisionsMixin, torch._dynamo.test_case.TestCase):
+    """Without fullgraph, the .item() of hoisted draws is an unbacked symbol too.
+
+    It used to be specialized to its value unless fullgraph (or
+    capture_scalar_outputs) was on: a graph per value drawn. Where tracing
+    needs a guard on such a value, the analysis restarts with its draws
+    specialized, as before; no graph breaks either way.
+    """
+
+    def test_resized_crop_search(self):
+        counters = torch._dynamo.utils.counters
+        counters.clear()
+        x = torch.rand(3, 16, 20)
+        paths = _draws_per_seed(random_resized_crop_log_ratio, range(20), lambda: (x,))
+        self.assertGreater(len(paths), 1)
+        self.assertLess(max(paths), 20)  # every search finds a crop
+        self.assertEqual(
+            self.graphs(random_resized_crop_log_ratio, range(20), lambda: (x,), fullgraph=False), 1
+        )
+        self.assertEqual(dict(counters["graph_break"]), {})
+
+    def test_on_inductor(self):
+        x = torch.rand(3, 16, 20)
+        backend = CompileCounterWithBackend("inductor")
+        self.graphs(
+            random_resized_crop_log_ratio, range(8), lambda: (x,), backend=backend, fullgraph=False, atol=1e-6, rtol=1e-5
+        )
+        self.assertEqual(backend.frame_count, 1)
+
+    def test_value_needed_is_specialized(self):
+        counters = torch._dynamo.utils.counters
+        counters.clear()
+        seeds = range(12)
+        values = set()
+        for seed in seeds:
+            torch.manual_seed(seed)
+            values.add(int(torch.randint(1, 4, (1,))))
+        self.assertEqual(len(values), 3)
+        self.assertEqual(self.graphs(_repeat_drawn_times, seeds, lambda: (torch.rand(4),), fullgraph=False), 3)
+        self.assertEqual(dict(counters["graph_break"]), {})
 
 
 class ShapeEnvReplayedValuesTests(torch._dynamo.test_case.TestCase):
