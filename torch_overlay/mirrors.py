@@ -143,6 +143,19 @@ def _construct_inside(tv):
     return fn
 
 
+def _iou_crop_sample(args: tuple) -> tuple:
+    """The model's (image, XYXY boxes) as RandomIoUCrop's (Image, BoundingBoxes) sample."""
+    from torchvision import tv_tensors
+
+    image, boxes = args
+    return (
+        (
+            tv_tensors.Image(image),
+            tv_tensors.BoundingBoxes(boxes, format="XYXY", canvas_size=tuple(image.shape[-2:])),
+        ),
+    )
+
+
 def _leaves(tree: Any) -> tuple:
     import torch
     from torch.utils._pytree import tree_flatten
@@ -350,6 +363,9 @@ MIRRORS: dict[str, Mirror] = {
     "random: resized crop with tensor-bounded draws (flag on)": Mirror(
         T_ + "RandomResizedCrop",
         fn=lambda tv: tv.T.RandomResizedCrop((8, 8), scale=(0.3, 1.0), ratio=(3 / 4, 4 / 3), antialias=True),
+    ),
+    "random: IoU crop search against the boxes (flag on)": Mirror(
+        T_ + "RandomIoUCrop", fn=lambda tv: tv.T.RandomIoUCrop(), args=_iou_crop_sample
     ),
     "perspective coefficients as floats": Mirror(_PERSPECTIVE, args=lambda a: (*a, None)),
     "random: magnitude from a constant linspace (flag on)": Mirror(

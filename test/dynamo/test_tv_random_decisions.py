@@ -21,7 +21,7 @@ from torch.fx.experimental.symbolic_shapes import ShapeEnv
 from torch.overrides import TorchFunctionMode
 
 from tv_model_random import seeded_calls
-from tv_model_random_draws import random_erasing, random_resized_crop_log_ratio
+from tv_model_random_draws import IOU_BOXES, random_erasing, random_iou_crop, random_resized_crop_log_ratio
 from tv_model_random_params import factor_then_branch
 
 
@@ -498,6 +498,70 @@ class DrawsWithoutFullgraphTests(ReplayedDecisionsMixin, torch._dynamo.test_case
         self.assertEqual(len(values), 3)
         self.assertEqual(self.graphs(_repeat_drawn_times, seeds, lambda: (torch.rand(4),), fullgraph=False), 3)
         self.assertEqual(dict(counters["graph_break"]), {})
+
+
+def _shift_then_test(x):
+    # writes the input, then decides on what it wrote
+    x += torch.rand(())
+    if (x > 0.5).all():
+        return x * 2
+    return x
+
+
+@torch._dynamo.config.patch(hoist_torch_rng_draws=True, data_dependent_branches_as_cond=True, recompile_limit=64)
+class FrameTensorDecisionsTests(ReplayedDecisionsMixin, torch._dynamo.test_case.TestCase):
+    """A decision on draws and on the frame's tensors, replayed on the call's tensors.
+
+    RandomIoUCrop's search tests each drawn crop against the sample's boxes
+    (`if not is_within_crop_area.any(): continue`, then the IoU of the boxes
+    kept): a decision on an input tensor as well as on draws. The guard reads
+    the tensor by its source and computes the decision again on the call's
+    values, with the replayed draws: one graph per path of the search.
+    """
+
+    def test_iou_crop_search(self):
+        x, boxes = torch.rand(3, 16, 20), torch.tensor(IOU_BOXES)
+        cnt = CompileCounter()
+        compiled = torch.compile(random_iou_crop, backend=cnt, fullgraph=True)
+        self.check_calls(random_iou_crop, compiled, range(6), lambda: (x, boxes))
+        # a graph per path: whether a search is made, and which attempts fail which test
+        self.assertGreater(cnt.frame_count, 1)
+        self.assertLessEqual(cnt.frame_count, 6)
+
+    def test_guard_reads_the_tensors_of_the_call(self):
+        # the same seed, two sets of boxes (of one shape) the first crop drawn
+        # does and does not hold: the guard must test the crop against the
+        # boxes of the call
+        x = torch.rand(3, 16, 20)
+        near, far = torch.tensor(IOU_BOXES), torch.tensor([[0.0, 0.0, 1.0, 1.0]] * len(IOU_BOXES))
+        cnt = CompileCounter()
+        compiled = torch.compile(random_iou_crop, backend=cnt, fullgraph=True)
+        for boxes in (near, far, near, far):
+            self.check_calls(random_iou_crop, compiled, [2], lambda: (x, boxes))
+        self.assertEqual(cnt.frame_count, 2)
+
+    def test_on_inductor(self):
+        x, boxes = torch.rand(3, 16, 20), torch.tensor(IOU_BOXES)
+        self.graphs(random_iou_crop, range(2), lambda: (x, boxes), backend="inductor")
+
+
+@torch._dynamo.config.patch(hoist_torch_rng_draws=True, recompile_limit=64)
+class FrameTensorDecisionsKeptTests(torch._dynamo.test_case.TestCase):
+    """Decisions on the frame's tensors that the guard does not replay."""
+
+    def test_guard_never_writes_to_the_call_tensors(self):
+        # `x += draw` is a write: a decision computed after it is not replayed
+        # (the guard would write into the caller's tensor), it breaks the graph
+        for seed in range(4):
+            x = torch.rand(3)
+            eager_x, compiled_x = x.clone(), x.clone()
+            torch.manual_seed(seed)
+            eager = _shift_then_test(eager_x)
+            torch._dynamo.reset()
+            torch.manual_seed(seed)
+            out = torch.compile(_shift_then_test, backend="eager")(compiled_x)
+            self.assertEqual(out, eager, atol=0, rtol=0)
+            self.assertEqual(compiled_x, eager_x, atol=0, rtol=0)
 
 
 class ShapeEnvReplayedValuesTests(torch._dynamo.test_case.TestCase):

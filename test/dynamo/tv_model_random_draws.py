@@ -10,6 +10,9 @@ Each function draws as the torchvision transform it names does:
   tensors of a log-ratio tensor, ``torch.exp`` of the draw read with ``.item()``, and the
   erased value, a ``normal_`` draw of the erased patch's shape;
 * ``random_resized_crop_log_ratio``: ``RandomResizedCrop``'s search, drawn the same way;
+* ``random_iou_crop``: ``RandomIoUCrop``'s search, whose attempts are tested against the
+  boxes of the sample (``if not is_within_crop_area.any(): continue``, then the IoU of the
+  boxes kept), a decision on drawn values and on an input tensor;
 * ``perspective_coefficients_list``: ``_get_perspective_coeffs``, the lstsq solution of a
   system built from constant corners, returned as Python floats with ``.tolist()``;
 * ``rand_augment_magnitude``: ``RandAugment``'s magnitude, ``float(magnitudes[i])`` of a
@@ -105,6 +108,65 @@ def random_resized_crop_log_ratio(
     return resized_crop(image, 0, 0, height, width, list(size), antialias=True)
 
 
+def box_iou(boxes1: torch.Tensor, boxes2: torch.Tensor) -> torch.Tensor:
+    area1 = (boxes1[:, 2] - boxes1[:, 0]) * (boxes1[:, 3] - boxes1[:, 1])
+    area2 = (boxes2[:, 2] - boxes2[:, 0]) * (boxes2[:, 3] - boxes2[:, 1])
+    lt = torch.max(boxes1[:, None, :2], boxes2[:, :2])
+    rb = torch.min(boxes1[:, None, 2:], boxes2[:, 2:])
+    wh = (rb - lt).clamp(min=0)
+    inter = wh[:, :, 0] * wh[:, :, 1]
+    return inter / (area1[:, None] + area2 - inter)
+
+
+IOU_OPTIONS = (0.0, 0.1, 0.3, 0.5, 0.7, 0.9, 1.0)
+
+
+def random_iou_crop(
+    image: torch.Tensor,
+    boxes: torch.Tensor,
+    min_scale: float = 0.3,
+    max_scale: float = 1.0,
+    min_aspect_ratio: float = 0.5,
+    max_aspect_ratio: float = 2.0,
+    options: tuple[float, ...] = IOU_OPTIONS,
+    trials: int = 40,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    # boxes: XYXY, one row per box
+    orig_h, orig_w = image.shape[-2:]
+    while True:
+        idx = int(torch.randint(low=0, high=len(options), size=(1,)))
+        min_jaccard_overlap = options[idx]
+        if min_jaccard_overlap >= 1.0:
+            return image, boxes
+        for _ in range(trials):
+            r = min_scale + (max_scale - min_scale) * torch.rand(2)
+            new_w = int(orig_w * r[0])
+            new_h = int(orig_h * r[1])
+            aspect_ratio = new_w / new_h
+            if not (min_aspect_ratio <= aspect_ratio <= max_aspect_ratio):
+                continue
+            r = torch.rand(2)
+            left = int((orig_w - new_w) * r[0])
+            top = int((orig_h - new_h) * r[1])
+            right = left + new_w
+            bottom = top + new_h
+            if left == right or top == bottom:
+                continue
+            cx = 0.5 * (boxes[..., 0] + boxes[..., 2])
+            cy = 0.5 * (boxes[..., 1] + boxes[..., 3])
+            is_within_crop_area = (left < cx) & (cx < right) & (top < cy) & (cy < bottom)
+            if not is_within_crop_area.any():
+                continue
+            ious = box_iou(
+                boxes[is_within_crop_area], torch.tensor([[left, top, right, bottom]], dtype=boxes.dtype)
+            )
+            if ious.max() < min_jaccard_overlap:
+                continue
+            cropped = boxes - torch.tensor([left, top, left, top], dtype=boxes.dtype)
+            cropped[~is_within_crop_area] = 0
+            return image[..., top:bottom, left:right], cropped
+
+
 def perspective_coefficients_list(startpoints, endpoints) -> list[float]:
     return _get_perspective_coeffs(startpoints, endpoints).to(torch.float32).tolist()
 
@@ -134,6 +196,14 @@ def gaussian_noise(image: torch.Tensor, mean: float = 0.0, sigma: float = 0.1) -
     return (image + mean + torch.randn_like(image) * sigma).clamp_(0, 1)
 
 
+IOU_BOXES = ((2.0, 1.0, 9.0, 7.0), (10.0, 3.0, 18.0, 12.0), (4.0, 9.0, 8.0, 15.0))
+
+
+def _seeded_sample(seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    (image,) = _seeded_image(seed)
+    return image, torch.tensor(IOU_BOXES)
+
+
 # name -> (callable, argument factory, Dynamo config to apply where it exists)
 AUDIT_CASES = {
     "random: op order by randperm (flag on)": (color_jitter, lambda: _seeded_image(8), _HOIST),
@@ -142,6 +212,7 @@ AUDIT_CASES = {
     "random: resized crop with tensor-bounded draws (flag on)": (
         random_resized_crop_log_ratio, lambda: _seeded_image(11), _HOIST,
     ),
+    "random: IoU crop search against the boxes (flag on)": (random_iou_crop, lambda: _seeded_sample(16), _HOIST),
     "perspective coefficients as floats": (perspective_coefficients_list, lambda: (STARTPOINTS, ENDPOINTS)),
     "random: magnitude from a constant linspace (flag on)": (rand_augment_magnitude, lambda: _seeded_image(12), _HOIST),
     "random: choice by multinomial (flag on)": (random_choice, lambda: _seeded_image(13), _HOIST),
