@@ -564,6 +564,49 @@ class FrameTensorDecisionsKeptTests(torch._dynamo.test_case.TestCase):
             self.assertEqual(compiled_x, eager_x, atol=0, rtol=0)
 
 
+def _offset_drawn_across_the_width(x):
+    # RandomIoUCrop's `left = int((orig_w - new_w) * r[0])`: the .item() of a
+    # draw times an input size
+    left = int(x.shape[-1] * torch.rand(1))
+    return x[..., left:] * 2
+
+
+@torch._dynamo.config.patch(hoist_torch_rng_draws=True, data_dependent_branches_as_cond=True, recompile_limit=64)
+class DrawsTimesSizesTests(ReplayedDecisionsMixin, torch._dynamo.test_case.TestCase):
+    """The .item() of a value computed from hoisted draws and input sizes is an
+    unbacked symbol, its value replayed from the draws and the call's sizes.
+
+    It used to be specialized to its value (a graph per value) where the size
+    is symbolic: the prologue and the guard read the sizes from the call.
+    """
+
+    @staticmethod
+    def _sized(height, width):
+        x = torch.rand(3, height, width)
+        torch._dynamo.mark_dynamic(x, 1)
+        torch._dynamo.mark_dynamic(x, 2)
+        return x
+
+    def test_offset_drawn_across_the_width(self):
+        cnt = CompileCounter()
+        compiled = torch.compile(_offset_drawn_across_the_width, backend=cnt, fullgraph=True)
+        for k, (height, width) in enumerate([(16, 20), (17, 23), (30, 18), (21, 21)]):
+            x = self._sized(height, width)
+            with torch._dynamo.config.patch(error_on_recompile=k > 0):
+                self.check_calls(_offset_drawn_across_the_width, compiled, range(5 * k, 5 * k + 5), lambda: (x,))
+        self.assertEqual(cnt.frame_count, 1)
+
+    def test_iou_crop_search_sizes_vary(self):
+        # the search's crops are drawn across the image's sizes, and tested
+        # against the boxes: one graph per path, whatever the sizes
+        boxes = torch.tensor(IOU_BOXES)
+        cnt = CompileCounter()
+        compiled = torch.compile(random_iou_crop, backend=cnt, fullgraph=True)
+        for k, (height, width) in enumerate([(16, 20), (18, 21), (20, 24)]):
+            x = self._sized(height, width)
+            self.check_calls(random_iou_crop, compiled, range(2 * k, 2 * k + 2), lambda: (x, boxes))
+
+
 class ShapeEnvReplayedValuesTests(torch._dynamo.test_case.TestCase):
     """ShapeEnv.replayed_unbacked_vals: answers a caller checks before each run."""
 

@@ -20,6 +20,8 @@ import torch._dynamo
 import torchvision.transforms.v2 as T
 from torch._dynamo.testing import CompileCounter
 
+from torchvision import tv_tensors
+
 from test_compile_functionals import assert_same
 from test_compile_transforms import _call, _flags
 
@@ -58,3 +60,29 @@ def test_no_recompile_across_sizes(name):
                     assert_same(out, eager)
                     assert torch.equal(out_next, eager_next)
     assert 1 <= counter.frame_count <= bound, counter.frame_count
+
+
+def _boxes_sample(h, w):
+    g = torch.Generator().manual_seed(h * w)
+    image = tv_tensors.Image(torch.randint(0, 256, (3, h, w), dtype=torch.uint8, generator=g))
+    corners = torch.tensor([[0.1, 0.1, 0.5, 0.45], [0.55, 0.2, 0.9, 0.7], [0.2, 0.6, 0.45, 0.95]])
+    boxes = tv_tensors.BoundingBoxes(corners * torch.tensor([w, h, w, h]), format="XYXY", canvas_size=(h, w))
+    return ((image, boxes),)
+
+
+def test_iou_crop_across_sizes():
+    # RandomIoUCrop draws its crops across the sample's sizes
+    # (`int(orig_w * r[0])`), which are symbolic from the second size on, and
+    # tests them against the boxes: a graph per path of its search, not per
+    # size, each call equal to eager's
+    t = T.RandomIoUCrop()
+    torch._dynamo.reset()
+    compiled = torch.compile(t, fullgraph=True)
+    with _flags(True), torch._dynamo.config.patch(recompile_limit=64):
+        for seed, (h, w) in enumerate(WARM_UP + SIZES[:2]):
+            args = _boxes_sample(h, w)
+            eager, eager_error, eager_next = _call(t, args, seed)
+            out, error, out_next = _call(compiled, args, seed)
+            assert eager_error is None and error is None, (eager_error, error)
+            assert_same(out, eager)
+            assert torch.equal(out_next, eager_next)
