@@ -597,8 +597,9 @@ class DrawsTimesSizesTests(ReplayedDecisionsMixin, torch._dynamo.test_case.TestC
         self.assertEqual(cnt.frame_count, 1)
 
     def test_iou_crop_search_sizes_vary(self):
-        # the search's crops are drawn across the image's sizes, and tested
-        # against the boxes: one graph per path, whatever the sizes
+        # the search's crops are drawn across the image's sizes, symbolic from
+        # the second size on, and tested against the boxes: eager's crops and
+        # RNG stream at every size
         boxes = torch.tensor(IOU_BOXES)
         cnt = CompileCounter()
         compiled = torch.compile(random_iou_crop, backend=cnt, fullgraph=True)

@@ -73,8 +73,9 @@ def _boxes_sample(h, w):
 def test_iou_crop_across_sizes():
     # RandomIoUCrop draws its crops across the sample's sizes
     # (`int(orig_w * r[0])`), which are symbolic from the second size on, and
-    # tests them against the boxes: a graph per path of its search, not per
-    # size, each call equal to eager's
+    # tests them against the boxes: fullgraph at every size, each call equal
+    # to eager's (its graphs are one per path of the search: not bounded, see
+    # test_compile_recompiles)
     t = T.RandomIoUCrop()
     torch._dynamo.reset()
     compiled = torch.compile(t, fullgraph=True)
