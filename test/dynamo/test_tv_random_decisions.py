@@ -564,6 +564,35 @@ class FrameTensorDecisionsKeptTests(torch._dynamo.test_case.TestCase):
             self.assertEqual(compiled_x, eager_x, atol=0, rtol=0)
 
 
+def _test_on_a_clipped_copy(x):
+    # clamp_bounding_boxes' pattern: a copy of an input, clipped in place
+    y = x + torch.rand(())
+    y.clamp_(max=1.0)
+    if (y == 1.0).any():
+        return x * 2
+    return x
+
+
+@torch._dynamo.config.patch(hoist_torch_rng_draws=True, recompile_limit=64)
+class WritesIntoCopiesTests(ReplayedDecisionsMixin, torch._dynamo.test_case.TestCase):
+    """A decision on the frame's tensors is replayed when what it is computed
+    from writes only into tensors the graph made, never into the caller's
+    (torchvision's detection recipe clips the boxes it padded with clamp_
+    before RandomIoUCrop tests its crops against them)."""
+
+    def test_clipped_copy(self):
+        x = torch.rand(4)
+        before = x.clone()
+        outcomes = set()
+        for seed in range(8):
+            torch.manual_seed(seed)
+            outcomes.add(not torch.equal(_test_on_a_clipped_copy(x), x))
+        self.assertEqual(outcomes, {False, True})
+        # one graph per outcome; the guard's replay leaves the caller's x as it was
+        self.assertEqual(self.graphs(_test_on_a_clipped_copy, range(8), lambda: (x,)), 2)
+        self.assertEqual(x, before, atol=0, rtol=0)
+
+
 def _offset_drawn_across_the_width(x):
     # RandomIoUCrop's `left = int((orig_w - new_w) * r[0])`: the .item() of a
     # draw times an input size
