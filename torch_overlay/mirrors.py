@@ -367,6 +367,9 @@ MIRRORS: dict[str, Mirror] = {
     "random: IoU crop search against the boxes (flag on)": Mirror(
         T_ + "RandomIoUCrop", fn=lambda tv: tv.T.RandomIoUCrop(), args=_iou_crop_sample
     ),
+    "random: shortest side picked from a tuple (flag on)": Mirror(
+        T_ + "RandomShortestSize", fn=lambda tv: tv.T.RandomShortestSize(min_size=(6, 8, 10))
+    ),
     "perspective coefficients as floats": Mirror(_PERSPECTIVE, args=lambda a: (*a, None)),
     "random: magnitude from a constant linspace (flag on)": Mirror(
         T_ + "RandAugment", fn=lambda tv: tv.T.RandAugment(num_ops=1)

@@ -21,7 +21,13 @@ from torch.fx.experimental.symbolic_shapes import ShapeEnv
 from torch.overrides import TorchFunctionMode
 
 from tv_model_random import seeded_calls
-from tv_model_random_draws import IOU_BOXES, random_erasing, random_iou_crop, random_resized_crop_log_ratio
+from tv_model_random_draws import (
+    IOU_BOXES,
+    random_erasing,
+    random_iou_crop,
+    random_resized_crop_log_ratio,
+    random_shortest_size,
+)
 from tv_model_random_params import factor_then_branch
 
 
@@ -635,6 +641,51 @@ class DrawsTimesSizesTests(ReplayedDecisionsMixin, torch._dynamo.test_case.TestC
         for k, (height, width) in enumerate([(16, 20), (18, 21), (20, 24)]):
             x = self._sized(height, width)
             self.check_calls(random_iou_crop, compiled, range(2 * k, 2 * k + 2), lambda: (x, boxes))
+
+
+IOU_OPTIONS = (0.0, 0.1, 0.3, 0.5, 0.7, 0.9, 2.0)
+
+
+def _option_drawn(x):
+    # RandomIoUCrop's `self.options[int(torch.randint(len(self.options), (1,)))]`
+    v = IOU_OPTIONS[int(torch.randint(low=0, high=len(IOU_OPTIONS), size=(1,)))]
+    if v >= 1.0:
+        return x
+    return x * v
+
+
+def _mixed_items_drawn(x):
+    # an int and a float: no one type to select among
+    return x * (1, 0.5)[int(torch.randint(0, 2, ()))]
+
+
+@torch._dynamo.config.patch(hoist_torch_rng_draws=True, recompile_limit=64)
+class DrawnIndexTests(ReplayedDecisionsMixin, torch._dynamo.test_case.TestCase):
+    """A tuple of numbers indexed by the .item() of a hoisted draw gives a
+    value for every draw, where indexing with the draw's value specialized
+    it: a graph per item (RandomIoUCrop's options, RandomShortestSize's
+    sides)."""
+
+    def test_option_drawn(self):
+        # one graph per outcome of `v >= 1.0`, not one per option
+        self.assertEqual(self.graphs(_option_drawn, range(20), lambda: (torch.rand(3, 4),)), 2)
+
+    def test_side_drawn(self):
+        # every side is a symbolic size: one graph for the three
+        cnt = CompileCounter()
+        compiled = torch.compile(random_shortest_size, backend=cnt, fullgraph=True)
+        x = torch.rand(3, 16, 20)
+        self.check_calls(random_shortest_size, compiled, range(2), lambda: (x,))
+        with torch._dynamo.config.patch(error_on_recompile=True):
+            self.check_calls(random_shortest_size, compiled, range(2, 12), lambda: (x,))
+        self.assertEqual(cnt.frame_count, 1)
+
+    def test_on_inductor(self):
+        self.graphs(_option_drawn, range(6), lambda: (torch.rand(3, 4),), backend="inductor")
+
+    def test_items_of_two_types_are_specialized(self):
+        # as before: the draw's value picks the item, a graph for each
+        self.assertEqual(self.graphs(_mixed_items_drawn, range(8), lambda: (torch.rand(3),)), 2)
 
 
 class ShapeEnvReplayedValuesTests(torch._dynamo.test_case.TestCase):

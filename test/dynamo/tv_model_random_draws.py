@@ -13,6 +13,8 @@ Each function draws as the torchvision transform it names does:
 * ``random_iou_crop``: ``RandomIoUCrop``'s search, whose attempts are tested against the
   boxes of the sample (``if not is_within_crop_area.any(): continue``, then the IoU of the
   boxes kept), a decision on drawn values and on an input tensor;
+* ``random_shortest_size``: ``RandomShortestSize``'s size, an item of a tuple of ints picked
+  by ``int(torch.randint(len(min_size), ()))``, then scaled by the input's size;
 * ``perspective_coefficients_list``: ``_get_perspective_coeffs``, the lstsq solution of a
   system built from constant corners, returned as Python floats with ``.tolist()``;
 * ``rand_augment_magnitude``: ``RandAugment``'s magnitude, ``float(magnitudes[i])`` of a
@@ -37,6 +39,7 @@ from tv_dispatch_model import adjust_brightness, horizontal_flip, vertical_flip
 from tv_model_errors import _get_perspective_coeffs, ENDPOINTS, erase, STARTPOINTS
 from tv_model_kernels import adjust_hue, gaussian_blur, resized_crop
 from tv_model_random import _HOIST, _seeded_image
+from tv_model_tvtensors import resize_image
 
 
 def color_jitter(
@@ -167,6 +170,20 @@ def random_iou_crop(
             return image[..., top:bottom, left:right], cropped
 
 
+SHORTEST_SIDES = (6, 8, 10)
+
+
+def random_shortest_size(
+    image: torch.Tensor, min_size: tuple[int, ...] = SHORTEST_SIDES, max_size: int | None = None
+) -> torch.Tensor:
+    orig_height, orig_width = image.shape[-2:]
+    side = min_size[int(torch.randint(len(min_size), ()))]
+    r = side / min(orig_height, orig_width)
+    if max_size is not None:
+        r = min(r, max_size / max(orig_height, orig_width))
+    return resize_image(image, [int(orig_height * r), int(orig_width * r)])
+
+
 def perspective_coefficients_list(startpoints, endpoints) -> list[float]:
     return _get_perspective_coeffs(startpoints, endpoints).to(torch.float32).tolist()
 
@@ -213,6 +230,7 @@ AUDIT_CASES = {
         random_resized_crop_log_ratio, lambda: _seeded_image(11), _HOIST,
     ),
     "random: IoU crop search against the boxes (flag on)": (random_iou_crop, lambda: _seeded_sample(16), _HOIST),
+    "random: shortest side picked from a tuple (flag on)": (random_shortest_size, lambda: _seeded_image(17), _HOIST),
     "perspective coefficients as floats": (perspective_coefficients_list, lambda: (STARTPOINTS, ENDPOINTS)),
     "random: magnitude from a constant linspace (flag on)": (rand_augment_magnitude, lambda: _seeded_image(12), _HOIST),
     "random: choice by multinomial (flag on)": (random_choice, lambda: _seeded_image(13), _HOIST),
