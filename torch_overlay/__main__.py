@@ -34,6 +34,7 @@ def _ensure(args) -> overlay.Overlay:
 def cmd_status(args) -> int:
     stack = _load(args)
     ok = True
+    modified_any = False
     found = []
     for series in stack.series:
         name = series.package
@@ -47,6 +48,10 @@ def cmd_status(args) -> int:
         version_ok = series.base.matches_version(pkg.version)
         if not (version_ok and pkg.git_version == series.base.commit):
             print(f"        WARNING: the installed {name} is not BASE; the overlay refuses it without --force")
+        modified = overlay.unmodified_error(pkg, series)
+        if modified is not None:
+            print(f"        WARNING: {modified}")
+            modified_any = True
         results = overlay.dry_run(series, pkg)
         for i, r in enumerate(results, 1):
             state = "applies" if r.applied else f"DOES NOT APPLY: {r.error}"
@@ -56,12 +61,14 @@ def cmd_status(args) -> int:
     entry, _ = overlay.entry_path(found)
     if overlay.is_built(found):
         state = "built"
+    elif modified_any:
+        state = "refused over an installed package changed since it was installed (`build --force` tries anyway)"
     elif not ok:
         state = "cannot be built until every patch applies to BASE (`build --force` tries anyway)"
     else:
         state = "not built yet; `build` or `run` builds it"
     print(f"overlay: {entry} ({state})")
-    return 0 if ok else 1
+    return 0 if ok and not modified_any else 1
 
 
 def cmd_build(args) -> int:
@@ -124,6 +131,7 @@ def cmd_check(args) -> int:
     for series in stack.series:
         pkg = find_installed(series.package, required=True)
         overlay.check_version(pkg, series, args.force)
+        overlay.check_unmodified(pkg, series, args.force)
         if not series.patches:
             continue
         problems = checkout.check(series, pkg, log=_err)
@@ -144,6 +152,7 @@ def cmd_base_tree(args) -> int:
     series = _load(args).get(args.series)
     pkg = find_installed(series.package, required=True)
     overlay.check_version(pkg, series, args.force)
+    overlay.check_unmodified(pkg, series, args.force)
     dest = Path(args.dest).resolve()
     if dest.exists() and any(dest.iterdir()):
         raise OverlayError(f"{dest} exists and is not empty")
@@ -320,7 +329,7 @@ def cmd_bench(args) -> int:
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--patches", metavar="DIR", help="the patches directory (default: this repo's patches/, or $TORCH_OVERLAY_PATCHES)")
-    common.add_argument("--force", action="store_true", help="try the series even if the installed torch is not BASE")
+    common.add_argument("--force", action="store_true", help="try the series even if the installed torch is not BASE (another version, or files changed since it was installed)")
 
     parser = argparse.ArgumentParser(
         prog="python -m torch_overlay",

@@ -76,6 +76,41 @@ def find_installed(name: str, *, required: bool = True) -> InstalledPackage | No
     )
 
 
+def modified_files(pkg: InstalledPackage) -> list[str] | None:
+    """The Python files of ``pkg`` whose bytes differ from the hashes its
+    wheel's RECORD lists (or that are gone), by path from site-packages; None
+    when no installed distribution lists them.
+
+    Every file the series does not patch is a symlink from the overlay to the
+    installed one: a write into site-packages (through such a symlink, too)
+    would reach every overlay entry and BASE alike, and go unseen.
+    """
+    import base64
+    import hashlib
+
+    for dist in importlib.metadata.distributions(path=[str(pkg.root)]):
+        if (dist.metadata["Name"] or "").lower() != pkg.name:
+            continue
+        files = dist.files
+        if not files:
+            return None
+        changed = []
+        for f in files:
+            name = f.as_posix()
+            if f.hash is None or not name.startswith(pkg.name + "/") or not name.endswith(".py"):
+                continue
+            try:
+                data = (pkg.root / name).read_bytes()
+            except OSError:
+                changed.append(name)
+                continue
+            digest = hashlib.new(f.hash.mode, data).digest()
+            if base64.urlsafe_b64encode(digest).rstrip(b"=").decode() != f.hash.value:
+                changed.append(name)
+        return changed
+    return None
+
+
 def find_installed_torch() -> InstalledPackage:
     return find_installed("torch")
 

@@ -35,7 +35,7 @@ from pathlib import Path
 
 from . import _git
 from ._series import Patch, Series, Stack
-from ._torch import InstalledPackage, find_installed
+from ._torch import InstalledPackage, find_installed, modified_files
 from .errors import OverlayError
 
 FORMAT = 1  # bump when the layout of a cache entry changes
@@ -154,6 +154,7 @@ def layers(stack: Stack, force: bool = False) -> list[Layer]:
         if pkg is None:
             continue
         check_version(pkg, series, force)
+        check_unmodified(pkg, series, force)
         out.append(Layer(series, pkg))
     if not out or out[0].pkg.name != "torch":
         raise OverlayError(f"{stack.dir} has no torch series")
@@ -197,6 +198,28 @@ def check_version(pkg: InstalledPackage, series: Series, force: bool) -> None:
         f"BASE {name} {want}; install it with `pip install {name}=={want}`, "
         "or pass --force to try the series anyway"
     )
+
+
+def unmodified_error(pkg: InstalledPackage, series: Series) -> str | None:
+    """Why pkg is not its wheel as installed (files changed in site-packages), or None."""
+    changed = modified_files(pkg)
+    if not changed:
+        return None
+    shown = ", ".join(changed[:3]) + (f" and {len(changed) - 3} more" if len(changed) > 3 else "")
+    return (
+        f"installed {pkg.name} {pkg.version} ({pkg.package_dir}) differs from its wheel in "
+        f"{len(changed)} Python file(s): {shown}; the overlay links every file the series does not "
+        f"patch to the installed one, so reinstall it with `pip install --force-reinstall --no-deps "
+        f"{pkg.name}=={series.base.version}`, or pass --force to use it anyway"
+    )
+
+
+def check_unmodified(pkg: InstalledPackage, series: Series, force: bool) -> None:
+    if force:
+        return
+    error = unmodified_error(pkg, series)
+    if error is not None:
+        raise OverlayError(error)
 
 
 def dry_run(series: Series, pkg: InstalledPackage) -> list[PatchResult]:

@@ -209,6 +209,61 @@ def test_suite_runs_one_file_of_ours():
     assert_one_line_error(missing, "test path not found: test/dynamo/test_nope.py", "--checkout")
 
 
+def _fake_installed_torch(site: Path) -> Path:
+    """A site-packages holding a torch of BASE's version with a wheel RECORD
+    of its files; returns one of those files."""
+    import base64
+    import hashlib
+
+    files = {
+        "torch/__init__.py": "",
+        "torch/version.py": '__version__ = "2.13.0+cpu"\ngit_version = "cf30153c4c131c8164ee7798e5022d810682e2cb"\n',
+        "torch/_dynamo/convert_frame.py": "x = 1\n",
+    }
+    info = site / "torch-2.13.0+cpu.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: torch\nVersion: 2.13.0+cpu\n")
+    record = []
+    for name, text in files.items():
+        (site / name).parent.mkdir(parents=True, exist_ok=True)
+        (site / name).write_text(text)
+        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
+        record.append(f"{name},sha256={digest},{len(text)}")
+    record.append(f"{info.name}/RECORD,,")
+    (info / "RECORD").write_text("\n".join(record) + "\n")
+    return site / "torch/_dynamo/convert_frame.py"
+
+
+def test_an_installed_torch_changed_since_install_is_refused(tmp_path):
+    # The overlay links every file the series does not patch to the installed
+    # one: a write into site-packages (a debugging copy written through one of
+    # those symlinks) would reach every overlay entry and BASE alike.
+    site = tmp_path / "site"
+    changed = _fake_installed_torch(site)
+    env = {"PYTHONPATH": str(site), "TORCH_OVERLAY_CACHE": str(tmp_path / "cache")}
+    status = run("status", env=env)
+    assert "differs from its wheel" not in status.stdout, status.stdout
+
+    changed.write_text("x = 2\n")
+    for command in ("build", "check"):
+        proc = run(command, env=env)
+        assert_one_line_error(
+            proc,
+            "installed torch 2.13.0+cpu",
+            "differs from its wheel in 1 Python file(s): torch/_dynamo/convert_frame.py",
+            "`pip install --force-reinstall --no-deps torch==2.13.0`",
+            "--force",
+        )
+    assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").iterdir())
+    status = run("status", env=env)
+    assert status.returncode == 1
+    assert "WARNING: installed torch 2.13.0+cpu" in status.stdout
+    assert "refused over an installed package changed since it was installed" in status.stdout
+
+    changed.unlink()  # a file gone counts too
+    assert_one_line_error(run("build", env=env), "differs from its wheel in 1 Python file(s)")
+
+
 def test_apply_twice_says_the_series_is_already_there(tmp_path):
     # A minimal base tree: the files the first patch touches, committed as BASE.
     import torch_overlay._git as git
