@@ -449,11 +449,24 @@ class DrawnAgainKeptTests(ReplayedDecisionsMixin, torch._dynamo.test_case.TestCa
     def test_attempts_mutate(self):
         self.check_one_graph_per_path(_first_fit_counted)
 
-    def test_way_on_reaches_the_loop_again(self):
-        # after a first check passes, the loop's attempts left are those
-        # eager has: the prologue must not have drawn the first check's
-        # attempts again
-        self.check_one_graph_per_path(_first_fit_one_bound_at_a_time)
+    def test_a_later_check_after_a_write(self):
+        # the first check's way on comes back to the loop through a check
+        # after a write, which is no attempt's: the loop is traced again
+        # attempt by attempt (a graph per path), eager's values and stream
+        self.check_one_graph_per_path(_second_check_after_a_write)
+
+
+def _second_check_after_a_write(x):
+    seen = []
+    for _ in range(3):
+        w = torch.randint(0, 10, ()).item()
+        if w > 6:
+            continue
+        seen.append(w)
+        if w < 3:
+            continue
+        return x * w + len(seen)
+    return x
 
 
 def _repeat_drawn_times(x):
@@ -522,7 +535,8 @@ class FrameTensorDecisionsTests(ReplayedDecisionsMixin, torch._dynamo.test_case.
     (`if not is_within_crop_area.any(): continue`, then the IoU of the boxes
     kept): a decision on an input tensor as well as on draws. The guard reads
     the tensor by its source and computes the decision again on the call's
-    values, with the replayed draws: one graph per path of the search.
+    values, with the replayed draws: one graph per path of the search (fewer
+    since the attempts are drawn again past every test: SearchStagesTests).
     """
 
     def test_iou_crop_search(self):
@@ -530,7 +544,7 @@ class FrameTensorDecisionsTests(ReplayedDecisionsMixin, torch._dynamo.test_case.
         cnt = CompileCounter()
         compiled = torch.compile(random_iou_crop, backend=cnt, fullgraph=True)
         self.check_calls(random_iou_crop, compiled, range(6), lambda: (x, boxes))
-        # a graph per path: whether a search is made, and which attempts fail which test
+        # at least whether a search is made, and at most a graph per path
         self.assertGreater(cnt.frame_count, 1)
         self.assertLessEqual(cnt.frame_count, 6)
 
@@ -641,6 +655,40 @@ class DrawsTimesSizesTests(ReplayedDecisionsMixin, torch._dynamo.test_case.TestC
         for k, (height, width) in enumerate([(16, 20), (18, 21), (20, 24)]):
             x = self._sized(height, width)
             self.check_calls(random_iou_crop, compiled, range(2 * k, 2 * k + 2), lambda: (x, boxes))
+
+
+@torch._dynamo.config.patch(hoist_torch_rng_draws=True, data_dependent_branches_as_cond=True, recompile_limit=64)
+class SearchStagesTests(ReplayedDecisionsMixin, torch._dynamo.test_case.TestCase):
+    """A search whose attempts are tested at several places, each going back
+    to the loop where it fails, drawn again by the prologue until an attempt
+    passes them all, or until none is left.
+
+    RandomIoUCrop tests each drawn crop's aspect ratio, then whether it holds
+    the center of a box of the sample, then the IoU of those boxes with it: a
+    graph per path of its search until the attempts were drawn again past
+    every test (tensors of the frame's included), each asked where eager
+    asks it. A search that no attempt passes leaves the loop; what its
+    attempts computed, dead there, leaves the graph.
+    """
+
+    def test_one_bound_at_a_time(self):
+        # one graph per way out of the loop (was 13 over these seeds)
+        x = torch.rand(2, 6, 5)
+        self.assertEqual(_search_exits(_first_fit_one_bound_at_a_time, x, range(40)), {False, True})
+        self.assertEqual(self.graphs(_first_fit_one_bound_at_a_time, range(40), lambda: (x,)), 2)
+
+    def test_iou_crop_search(self):
+        # one graph per number of searches made (an option's search that no
+        # attempt passes is followed by another option's), not per path: 6
+        # over 40 seeds, where the first option's search fails for some (was 22)
+        x, boxes = torch.rand(3, 16, 20), torch.tensor(IOU_BOXES)
+        self.assertLessEqual(self.graphs(random_iou_crop, range(40), lambda: (x, boxes)), 6)
+
+    def test_search_none_passes_on_inductor(self):
+        # seed 0: the first option's search fails, its attempts' IoUs (the
+        # max of none, at the last attempt) are not computed after the loop
+        x, boxes = torch.rand(3, 16, 20), torch.tensor(IOU_BOXES)
+        self.graphs(random_iou_crop, range(3), lambda: (x, boxes), backend="inductor")
 
 
 IOU_OPTIONS = (0.0, 0.1, 0.3, 0.5, 0.7, 0.9, 2.0)

@@ -10,9 +10,9 @@ ones, one per path of a search on draws (a guard replays the draws and checks th
 answers the trace took, not the values). Beyond that bound Dynamo would recompile on
 the next values and, past its recompile limit, fail under ``fullgraph``; these rows
 are the ones a stream can use.
-The transforms that still compile a graph per drawn value (RandAugment, AugMix, ColorJitter
-and others, listed in the README), and RandomIoUCrop, a graph per path of its search on the
-sample's boxes (11 in 20 calls), are not bounded yet and are not here.
+The transforms that still compile a graph per combination of discrete draws (RandAugment,
+AugMix, ColorJitter and others, listed in the README) exceed Dynamo's recompile limit and are
+not here.
 """
 
 from __future__ import annotations
@@ -54,6 +54,11 @@ BOUNDS = {
     # (8x8 here) and resize returns early
     "RandomResizedCrop": 2,
     "RandomErasing": 1,
+    # its search tests each drawn crop at four places, against the sample's
+    # boxes too: the attempts are drawn again past every test (patch 54), a
+    # graph per number of searches made (an option none of whose 40 attempts
+    # passes is followed by another option's search); it has the sample only
+    "RandomIoUCrop": 4,
     # `if torch.rand(1) >= self.p` in _RandomApplyTransform.forward: one graph for both
     # outcomes on a pure image (a torch.cond over the rest of forward), one per outcome
     # on the sample, whose TVTensors a cond would return as plain tensors
