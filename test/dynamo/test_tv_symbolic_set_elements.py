@@ -45,6 +45,10 @@ def set_semantics(x, y):
     )
 
 
+def image_and_boxes(size):
+    return Image(torch.rand(3, *size)), make_boxes(canvas_size=size)
+
+
 class SymbolicSetElementsTests(torch._dynamo.test_case.TestCase):
     def check_one_graph(self, fn, make_input):
         """fn compiles once (dynamic sizes) for every size in SIZES, and each
@@ -69,6 +73,29 @@ class SymbolicSetElementsTests(torch._dynamo.test_case.TestCase):
             CenterCrop(8), lambda size: (Image(torch.rand(3, *size)), Mask(torch.zeros(size)))
         )
 
+    def test_center_crop_of_image_and_boxes_compiles_once(self):
+        # Boxes report their canvas: Python ints in their metadata, read
+        # lazily into the set's tuple. Dynamic like the image's sizes, they
+        # stay symbolic too, and one guard relates each of them to the image's.
+        self.check_one_graph(CenterCrop(8), image_and_boxes)
+
+    def test_image_and_boxes_sizes_turn_dynamic_together(self):
+        # Default config, as in a stream of images: the second size makes the
+        # image's sizes and the boxes' canvas dynamic (automatic dynamic), and
+        # no size after it compiles again.
+        t = CenterCrop(8)
+        cnt = CompileCounter()
+        compiled = torch.compile(t, backend=cnt, fullgraph=True)
+        for i, size in enumerate(SIZES):
+            sample = image_and_boxes(size)
+            with torch._dynamo.config.patch(error_on_recompile=i >= 2):
+                out = compiled(sample)
+            expected = t(sample)
+            self.assertEqual([type(o) for o in out], [type(e) for e in expected])
+            self.assertEqual(out[1].canvas_size, expected[1].canvas_size)
+            self.assertEqual(out, expected, atol=0, rtol=0)
+        self.assertEqual(cnt.frame_count, 2)
+
     def test_set_of_sizes_without_guards_on_the_values(self):
         def fn(x):
             (size,) = {tuple(x.shape[-2:])}
@@ -91,8 +118,8 @@ class SymbolicSetSemanticsTests(torch._dynamo.test_case.TestCase):
                 compiled(sample)
 
     def test_constant_element_decides_by_guard(self):
-        # Boxes carry their canvas as Python ints: the image's symbolic size
-        # is compared with that constant, and equal to it only for that size.
+        # Boxes keep their canvas while the image's size changes: the set
+        # compares the two with a guard, equal only for that size.
         t = CenterCrop(8)
         compiled = torch.compile(t, backend="eager", dynamic=True)
         boxes = make_boxes(canvas_size=(16, 20))
