@@ -12,12 +12,16 @@ bounded by a tensor the frame reads (read when drawn, and ID-matched), RandomCho
 ``torch.multinomial(torch.tensor(p), 1)`` and AugMix's ``torch._sample_dirichlet``; and
 GaussianNoise's ``torch.randn_like(image)``, drawn from the image's shape and dtype alone.
 
+``ReplayWhileTracingTests``: the trace replays the draws to learn their values, each draw
+once.
+
 Every call is compared with eager from the same seed: output, and the next draw after it.
 """
 
 import torch
 import torch._dynamo.test_case
 from torch._dynamo.testing import CompileCounter
+from torch._dynamo.utils import counters
 
 from tv_model_random import seeded_calls
 from tv_model_random_draws import (
@@ -148,6 +152,47 @@ class HoistTensorBoundedDrawsTests(SeededCallsMixin, torch._dynamo.test_case.Tes
         other = log_ratio.clone().add_(0.25)
         self.check_seeded(draw, compiled, range(2), lambda: (x, other))
         self.assertEqual(cnt.frame_count, 2)
+
+
+DRAWS = 8
+
+
+def _read_each_draw(x):
+    # Each draw read as a Python number before the next is drawn, as
+    # torchvision's make_params read theirs: without fullgraph the value is
+    # specialized, and the trace computes it by replaying the draws.
+    for _ in range(DRAWS):
+        x = x + torch.rand(()).item()
+    return x
+
+
+def _add_each_draw(x):
+    for _ in range(DRAWS):
+        x = x + torch.rand(3)
+    return x
+
+
+class ReplayWhileTracingTests(SeededCallsMixin, torch._dynamo.test_case.TestCase):
+    """The trace replays its draws to learn each new draw's value and each value
+    it takes from them; it goes on from the last replay, so each draw is made once
+    while tracing (it was made again for every later draw and value: quadratic in
+    the draws, minutes for RandomIoUCrop's search of up to 40 attempts)."""
+
+    def check_replays(self, fn, fullgraph):
+        counters.clear()
+        cnt = CompileCounter()
+        compiled = torch.compile(fn, backend=cnt, fullgraph=fullgraph)
+        self.check_seeded(fn, compiled, [0], lambda: (torch.zeros(3),))
+        self.assertEqual(cnt.frame_count, 1)
+        self.assertEqual(counters["stats"]["torch_rng_draws_replayed_while_tracing"], DRAWS)
+
+    @torch._dynamo.config.patch(hoist_torch_rng_draws=True)
+    def test_values_read_from_draws(self):
+        self.check_replays(_read_each_draw, fullgraph=False)
+
+    @torch._dynamo.config.patch(hoist_torch_rng_draws=True)
+    def test_draws_hoisted_one_after_another(self):
+        self.check_replays(_add_each_draw, fullgraph=True)
 
 
 if __name__ == "__main__":
