@@ -179,7 +179,6 @@ class ReplayWhileTracingTests(SeededCallsMixin, torch._dynamo.test_case.TestCase
     the draws, minutes for RandomIoUCrop's search of up to 40 attempts)."""
 
     def check_replays(self, fn, fullgraph):
-        counters.clear()
         cnt = CompileCounter()
         compiled = torch.compile(fn, backend=cnt, fullgraph=fullgraph)
         self.check_seeded(fn, compiled, [0], lambda: (torch.zeros(3),))
