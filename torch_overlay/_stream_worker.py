@@ -3,11 +3,13 @@
 import json
 import sys
 
-from .stream import run_dataloader, run_stream
+from .stream import run_dataloader, run_stream, warm_header
 
 if __name__ == "__main__":
     out, workload, config, n, passes = sys.argv[1:6]
-    if workload == "dataloader":
+    if workload == "header":
+        result = warm_header()
+    elif workload == "dataloader":
         result = run_dataloader(config, int(n))
     else:
         result = run_stream(workload, config, int(n), int(passes))
