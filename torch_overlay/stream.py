@@ -135,9 +135,14 @@ def warm_header() -> dict:
     import torch
 
     torch.set_num_threads(1)
+    result: dict = {"workload": "header", "torch_file": torch.__file__}
     start = time.perf_counter()
-    torch.compile(lambda x: (x * 2).sum())(torch.ones(64))
-    return {"workload": "header", "torch_file": torch.__file__, "seconds": time.perf_counter() - start}
+    try:
+        torch.compile(lambda x: (x * 2).sum())(torch.ones(64))
+    except Exception as e:  # noqa: BLE001 - the workloads' rows say what fails; this line says it first
+        result["error"] = f"{type(e).__name__}: {(str(e).splitlines() or [''])[0][:120]}"
+    result["seconds"] = time.perf_counter() - start
+    return result
 
 
 def _counts() -> dict:
@@ -353,11 +358,12 @@ def bench_streams(overlay, workloads: list[str], n: int, passes: int, dataloader
 
     sides = (("base", base_env()), ("series", child_env(overlay)))
     ok = True
-    warm = {side: _run(env, ["header", "-", "0", "0"])["seconds"] for side, env in sides}
+    warm = {side: _run(env, ["header", "-", "0", "0"]) for side, env in sides}
     log("Inductor's precompiled header is machine-wide (outside TORCHINDUCTOR_CACHE_DIR): the first compile "
         "on a new machine builds it, later ones reuse it. One small compile per side before the workloads "
         "(cold cache: the ISA's dry compiles, the header if absent, one kernel): "
-        + ", ".join(f"{side} {s:.1f} s" for side, s in warm.items()))
+        + ", ".join(f"{side} {r['seconds']:.1f} s" + (f" (failed: {r['error']})" if "error" in r else "")
+                    for side, r in warm.items()))
     for workload in workloads:
         log("")
         if workload == "dataloader":
