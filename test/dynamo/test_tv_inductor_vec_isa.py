@@ -41,13 +41,13 @@ def _forget_dry_compiles():
     cpu_vec_isa.valid_vec_isa_list.cache_clear()
 
 
-class FakeDryCompilesMixin:
-    """An x86 CPU with CPU_FLAGS whose dry compiles all pass, recorded in self.built."""
+class FakeX86CpuMixin:
+    """An x86 CPU with CPU_FLAGS, neither cpp.simdlen nor ATEN_CPU_CAPABILITY set."""
 
     def setUp(self):
         super().setUp()
-        # What the fake dry compiles answer must not outlive the test: the
-        # caches, and what an ISA records of them (its bf16 support).
+        # What fake dry compiles answer must not outlive the test: the caches,
+        # and what an ISA records of them (its bf16 support).
         _forget_dry_compiles()
         self.addCleanup(_forget_dry_compiles)
         saved = [(isa, dict(vars(isa))) for isa in cpu_vec_isa.supported_vec_isa_list]
@@ -58,21 +58,28 @@ class FakeDryCompilesMixin:
                 vars(isa).update(attrs)
 
         self.addCleanup(restore)
-        self.built = []
-
-        def check_build(isa, code):
-            self.built.append(str(isa))
-            return True
-
         env = {k: v for k, v in os.environ.items() if k != "ATEN_CPU_CAPABILITY"}
         for patch in (
-            mock.patch.object(cpu_vec_isa.VecISA, "check_build", check_build),
             mock.patch.object(cpu_vec_isa, "x86_isa_checker", return_value=CPU_FLAGS),
             mock.patch.object(platform, "machine", return_value="x86_64"),
             mock.patch.dict(os.environ, env, clear=True),
             config.patch({"cpp.simdlen": None, "cpp.vec_isa_ok": None}),
         ):
             self.enterContext(patch)
+
+
+class FakeDryCompilesMixin(FakeX86CpuMixin):
+    """Dry compiles that all pass, the ISA of each recorded in self.built."""
+
+    def setUp(self):
+        super().setUp()
+        self.built = []
+
+        def check_build(isa, code):
+            self.built.append(str(isa))
+            return True
+
+        self.enterContext(mock.patch.object(cpu_vec_isa.VecISA, "check_build", check_build))
 
 
 ON_LINUX = unittest.skipIf(
@@ -111,21 +118,11 @@ class PickVecIsaFromEnvironmentTests(FakeDryCompilesMixin, torch._dynamo.test_ca
 
 
 @ON_LINUX
-class DryCompileExtensionsTogetherTests(torch._dynamo.test_case.TestCase):
-    """The builds behind check_build, on an x86 CPU with CPU_FLAGS and avx512_bf16."""
+class DryCompileExtensionsTogetherTests(FakeX86CpuMixin, torch._dynamo.test_case.TestCase):
+    """The builds behind check_build, on a CPU with avx512_bf16 and VNNI too."""
 
     def setUp(self):
         super().setUp()
-        _forget_dry_compiles()
-        self.addCleanup(_forget_dry_compiles)
-        saved = [(isa, dict(vars(isa))) for isa in cpu_vec_isa.supported_vec_isa_list]
-
-        def restore():
-            for isa, attrs in saved:
-                vars(isa).clear()
-                vars(isa).update(attrs)
-
-        self.addCleanup(restore)
         # (checks in the source, whether its command line has -mavx512bf16)
         self.builds = []
         self.compiler_lacks = None  # an intrinsic the fake compiler rejects
@@ -148,16 +145,11 @@ class DryCompileExtensionsTogetherTests(torch._dynamo.test_case.TestCase):
             if test.compiler_lacks and test.compiler_lacks in code:
                 raise RuntimeError(f"the compiler rejects {test.compiler_lacks}")
 
-        env = {k: v for k, v in os.environ.items() if k != "ATEN_CPU_CAPABILITY"}
         for patch in (
             mock.patch.object(cpp_builder.CppBuilder, "build", build),
             mock.patch.object(cpu_vec_isa.VecISA, "_probe_load", return_value=True),
-            mock.patch.object(cpu_vec_isa, "x86_isa_checker", return_value=CPU_FLAGS),
             mock.patch.object(torch.cpu, "_is_avx512_bf16_supported", return_value=True),
             mock.patch.object(torch.cpu, "_is_vnni_supported", return_value=True),
-            mock.patch.object(platform, "machine", return_value="x86_64"),
-            mock.patch.dict(os.environ, env, clear=True),
-            config.patch({"cpp.simdlen": None, "cpp.vec_isa_ok": None}),
             fresh_cache(),  # no dry compile already in the cache
         ):
             self.enterContext(patch)
