@@ -41,6 +41,10 @@ def _forget_dry_compiles():
     cpu_vec_isa.valid_vec_isa_list.cache_clear()
 
 
+# What an ISA records of its dry compiles on itself.
+_RECORDED_ANSWERS = ("_is_avx512_bf16_supported", "_is_amx_fp16_supported", "_built_with_isa")
+
+
 class FakeX86CpuMixin:
     """An x86 CPU with CPU_FLAGS, neither cpp.simdlen nor ATEN_CPU_CAPABILITY set."""
 
@@ -58,6 +62,11 @@ class FakeX86CpuMixin:
                 vars(isa).update(attrs)
 
         self.addCleanup(restore)
+        # Start from no answer recorded, whatever a real pick earlier in this
+        # process found.
+        for isa in cpu_vec_isa.supported_vec_isa_list:
+            for recorded in _RECORDED_ANSWERS:
+                vars(isa).pop(recorded, None)
         env = {k: v for k, v in os.environ.items() if k != "ATEN_CPU_CAPABILITY"}
         for patch in (
             mock.patch.object(cpu_vec_isa, "x86_isa_checker", return_value=CPU_FLAGS),
