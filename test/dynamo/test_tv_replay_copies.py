@@ -7,9 +7,8 @@ answer the guard checks on the draws (``0 < w <= width``, the crop's bounds) is 
 replaying the graph's steps from the draws: each allocated that tensor and copied the draw
 into it, two tensor operations per draw read, per answer, per call (17 of the 40 tensor
 operations of the classification stream's guard). The programs now read the draw itself
-where the copy's values are the draw's. Counted here around the
-guard check of a warm call (the C functions it calls); every call still equals eager, RNG
-stream included.
+where the copy's values are the draw's. Counted here: the C functions that the guard
+check of a warm call makes; every call still equals eager, RNG stream included.
 """
 
 import sys
@@ -51,7 +50,7 @@ class CountedCalls:
         sys.setprofile(self.previous)
 
 
-class ReplayCopiesTests(torch._dynamo.test_case.TestCase):
+class GuardCallsMixin:
     def guard_ops(self, fn, image):
         """Compile fn with the draws hoisted; the tensor ops of one passing guard check."""
         compiled = torch.compile(fn, backend="eager", fullgraph=True)
@@ -71,6 +70,8 @@ class ReplayCopiesTests(torch._dynamo.test_case.TestCase):
         self.assertEqual(len(passed), 1)
         return passed[0]
 
+
+class ReplayCopiesTests(GuardCallsMixin, torch._dynamo.test_case.TestCase):
     def test_a_decision_reads_the_draw_not_a_copy(self):
         ops = self.guard_ops(drawn_scale, torch.ones(3, 4, 5))
         # the draw itself (empty + uniform_), and the decision reads it
@@ -78,12 +79,12 @@ class ReplayCopiesTests(torch._dynamo.test_case.TestCase):
         self.assertNotIn("copy_", ops)
 
 
-class ReplayCopiesKeptTests(torch._dynamo.test_case.TestCase):
+class ReplayCopiesKeptTests(GuardCallsMixin, torch._dynamo.test_case.TestCase):
     """Where the copy is not the draw's values (written into before it is read), the
     program still makes it."""
 
     def test_a_copy_written_into_is_kept(self):
-        ops = ReplayCopiesTests.guard_ops(self, scaled_uniform, torch.ones(3, 4, 5))
+        ops = self.guard_ops(scaled_uniform, torch.ones(3, 4, 5))
         self.assertIn("copy_", ops)
 
 
