@@ -35,16 +35,21 @@ def shifted_randint(image):
     return image * 0
 
 
+def assert_hoisted_calls_match_eager(test, fn, image, seeds):
+    """fn compiled fullgraph (with the draws hoisted, by the caller) equals eager from
+    each seed: output, and the next draw after it."""
+    compiled = torch.compile(fn, backend="eager", fullgraph=True)
+    for eager, eager_next, out, out_next in seeded_calls(
+        fn, compiled, seeds, lambda: (image,)
+    ):
+        test.assertEqual(out, eager)
+        test.assertEqual(out_next, eager_next)
+
+
 class WrittenDrawTests(torch._dynamo.test_case.TestCase):
     def check(self, fn):
-        image = torch.ones(3, 4, 5)
-        compiled = torch.compile(fn, backend="eager", fullgraph=True)
         with torch._dynamo.config.patch(hoist_torch_rng_draws=True):
-            for eager, eager_next, out, out_next in seeded_calls(
-                fn, compiled, range(12), lambda: (image,)
-            ):
-                self.assertEqual(out, eager)
-                self.assertEqual(out_next, eager_next)
+            assert_hoisted_calls_match_eager(self, fn, torch.ones(3, 4, 5), range(12))
 
     def test_a_uniform_draw_written_into(self):
         self.check(scaled_uniform)

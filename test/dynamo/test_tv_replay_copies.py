@@ -17,8 +17,7 @@ import torch
 import torch._dynamo.test_case
 from torch._dynamo.eval_frame import _debug_get_cache_entry_list
 
-from test_tv_random_written_draws import scaled_uniform
-from tv_model_random import seeded_calls
+from test_tv_random_written_draws import assert_hoisted_calls_match_eager, scaled_uniform
 
 
 def drawn_scale(image):
@@ -53,13 +52,8 @@ class CountedCalls:
 class GuardCallsMixin:
     def guard_ops(self, fn, image):
         """Compile fn with the draws hoisted; the tensor ops of one passing guard check."""
-        compiled = torch.compile(fn, backend="eager", fullgraph=True)
         with torch._dynamo.config.patch(hoist_torch_rng_draws=True):
-            for eager, eager_next, out, out_next in seeded_calls(
-                fn, compiled, range(8), lambda: (image,)
-            ):
-                self.assertEqual(out, eager)
-                self.assertEqual(out_next, eager_next)
+            assert_hoisted_calls_match_eager(self, fn, image, range(8))
             # one entry per outcome of the decision: the ops of the one that passes
             passed = []
             for entry in _debug_get_cache_entry_list(fn.__code__):
