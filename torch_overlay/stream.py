@@ -130,6 +130,11 @@ def _equal(a, b) -> bool:
     return a == b
 
 
+def _error_line(e: BaseException) -> str:
+    """A row's account of what stopped it: the exception's type and first line."""
+    return f"{type(e).__name__}: {(str(e).splitlines() or [''])[0][:120]}"
+
+
 def warm_header() -> dict:
     """Compile one small CPU function with Inductor: builds the machine-wide precompiled header if absent."""
     import torch
@@ -140,7 +145,7 @@ def warm_header() -> dict:
     try:
         torch.compile(lambda x: (x * 2).sum())(torch.ones(64))
     except Exception as e:  # noqa: BLE001 - the workloads' rows say what fails; this line says it first
-        result["error"] = f"{type(e).__name__}: {(str(e).splitlines() or [''])[0][:120]}"
+        result["error"] = _error_line(e)
     result["seconds"] = time.perf_counter() - start
     return result
 
@@ -199,7 +204,7 @@ def run_stream(workload: str, config: str, n: int, passes: int) -> dict:
     try:
         outs = [seeded(compiled, i, s) for i, s in enumerate(samples)]
     except Exception as e:  # noqa: BLE001 - a configuration that does not compile is a row
-        result["error"] = f"{type(e).__name__}: {(str(e).splitlines() or [''])[0][:120]}"
+        result["error"] = _error_line(e)
         return result
     result["first_pass_s"] = time.perf_counter() - start
     result["equal"] = sum(_equal(o, seeded(transform, i, s)) for (i, s), o in zip(enumerate(samples), outs))

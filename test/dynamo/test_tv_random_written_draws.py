@@ -7,8 +7,8 @@ in [low, high). That holds of the values drawn, not of the tensor once the code 
 written into it: ``torch.empty(1).uniform_(0, 1).mul_(4).item()`` can be 3. The trace
 gave the symbol the draw's range (or bounds) anyway, so the compiled call failed a runtime
 assertion (``zuf0 <= 1``; for randint ``u0 <= 4``) where eager went on. The range and
-bounds now apply only while nothing in the graph has written into the draw's storage. Every call is compared with eager from
-the same seed: output, and the next draw after it.
+bounds now apply only while nothing in the graph has written into the draw's storage.
+Every call is compared with eager from the same seed: output, and the next draw after it.
 """
 
 import torch
