@@ -335,10 +335,12 @@ class DataDependentBranchAsCondRefusalTests(torch._dynamo.test_case.TestCase):
         self.assertEqual(cnt.frame_count, 1)
 
     def test_branch_in_a_loop(self):
+        # an arm returns: the arms do not meet again before the loop goes on
         def fn(x):
             for i in range(3):
                 if x.sum() > i:
-                    x = x + 1
+                    return x + i
+                x = x * 2
             return x
 
         self.check_refused(fn, self.signed_input, "in a loop")
