@@ -56,6 +56,18 @@ def noisy_steps(x):
     return x
 
 
+def leave_by_an_exception(x, steps):
+    # the jumps say the arms meet after the if; the handler breaks out of the loop
+    for step in steps:
+        if step.sum() > 0:
+            try:
+                x = x + int("not a number")
+            except ValueError:
+                break
+        x = x + step
+    return x
+
+
 def color_jitter_twice(image):
     # the second call draws after the first call's conds, elifs nested in them
     return color_jitter(color_jitter(image))
@@ -177,6 +189,19 @@ class LoopBranchAsCondTests(torch._dynamo.test_case.TestCase):
         # without fullgraph, a graph break in a loop: the frame runs eagerly
         compiled = torch.compile(stop_at_negative, backend=CompileCounter())
         self.assertEqual(compiled(x, steps), stop_at_negative(x, steps))
+
+    @torch._dynamo.config.patch(data_dependent_branches_as_cond=True)
+    def test_arm_leaving_the_loop_through_a_handler_is_refused(self):
+        x = torch.rand(2, 3)
+        steps = [-torch.rand(2, 3), torch.rand(2, 3), torch.rand(2, 3)]
+        with self.assertRaisesRegex(
+            torch._dynamo.exc.Unsupported, "leaves the loop without meeting the other arm"
+        ):
+            torch.compile(leave_by_an_exception, backend="eager", fullgraph=True)(x, steps)
+        torch._dynamo.reset()
+        compiled = torch.compile(leave_by_an_exception, backend="eager")
+        self.assertEqual(compiled(x, steps), leave_by_an_exception(x, steps))
+
 
 if __name__ == "__main__":
     from torch._dynamo.test_case import run_tests
