@@ -21,7 +21,7 @@ import torch._dynamo.test_case
 from torch._dynamo.symbolic_convert import SpeculationLog
 from torch._dynamo.testing import CompileCounter, CompileCounterWithBackend
 
-from tv_model_random import seeded_calls
+from test_tv_random_draws import SeededCallsMixin
 from tv_model_random_draws import color_jitter
 
 
@@ -85,30 +85,23 @@ def stop_at_negative(x, steps):
 _BOTH_FLAGS = {"hoist_torch_rng_draws": True, "data_dependent_branches_as_cond": True}
 
 
-class LoopBranchAsCondTests(torch._dynamo.test_case.TestCase):
-    def check_seeded(self, fn, backend, seeds, make_args, exact=True):
-        compiled = torch.compile(fn, backend=backend, fullgraph=True)
-        for eager, eager_next, out, out_next in seeded_calls(fn, compiled, seeds, make_args):
-            if exact:
-                self.assertEqual(out, eager, atol=0, rtol=0)
-            else:
-                self.assertEqual(out, eager)
-            # the RNG stream after the call is eager's
-            self.assertEqual(out_next, eager_next, atol=0, rtol=0)
+def _compiled(fn, backend):
+    return torch.compile(fn, backend=backend, fullgraph=True)
 
+
+class LoopBranchAsCondTests(SeededCallsMixin, torch._dynamo.test_case.TestCase):
     @torch._dynamo.config.patch(**_BOTH_FLAGS, recompile_limit=24)
     def test_branch_on_randperm_order_is_one_graph(self):
         x = torch.rand(3, 16, 20)
-        cnt = CompileCounter()
         # 12 seeds draw 6 orders of the two ops the branches tell apart
-        self.check_seeded(color_jitter, cnt, range(12), lambda: (x,))
-        self.assertEqual(cnt.frame_count, 1)
+        self.assertEqual(self.graphs_for_seeded_calls(color_jitter, range(12), lambda: (x,)), 1)
 
     @torch._dynamo.config.patch(**_BOTH_FLAGS, recompile_limit=24)
     def test_branch_on_randperm_order_on_inductor(self):
         x = torch.rand(3, 16, 20)
         cnt = CompileCounterWithBackend("inductor")
-        self.check_seeded(color_jitter, cnt, range(6), lambda: (x,), exact=False)
+        compiled = _compiled(color_jitter, cnt)
+        self.check_seeded(color_jitter, compiled, range(6), lambda: (x,), atol=1e-5, rtol=1e-5)
         self.assertEqual(cnt.frame_count, 1)
 
     @torch._dynamo.config.patch(**_BOTH_FLAGS)
@@ -123,7 +116,7 @@ class LoopBranchAsCondTests(torch._dynamo.test_case.TestCase):
             return gm
 
         x = torch.rand(3, 16, 20)
-        self.check_seeded(color_jitter_twice, backend, range(4), lambda: (x,))
+        self.check_seeded(color_jitter_twice, _compiled(color_jitter_twice, backend), range(4), lambda: (x,))
         self.assertEqual(len(graphs), 1)
         nodes = graphs[0].graph.nodes
         self.assertEqual([n for n in nodes if n.target in (torch.randperm, "uniform_")], [])
@@ -143,7 +136,7 @@ class LoopBranchAsCondTests(torch._dynamo.test_case.TestCase):
             autospec=True,
             side_effect=SpeculationLog.restart,
         ) as restart:
-            self.check_seeded(noisy_steps, CompileCounter(), range(1), lambda: (x,))
+            self.check_seeded(noisy_steps, _compiled(noisy_steps, "eager"), range(1), lambda: (x,))
         self.assertLessEqual(restart.call_count, 3)
 
     def count_conds(self, fn, *args):
@@ -153,8 +146,7 @@ class LoopBranchAsCondTests(torch._dynamo.test_case.TestCase):
             graphs.append(gm)
             return gm
 
-        compiled = torch.compile(fn, backend=backend, fullgraph=True)
-        self.assertEqual(compiled(*args), fn(*args))
+        self.assertEqual(_compiled(fn, backend)(*args), fn(*args))
         self.assertEqual(len(graphs), 1)
         return sum(
             len(g.graph.find_nodes(op="call_function", target=torch.ops.higher_order.cond))
