@@ -19,7 +19,11 @@ from unittest import mock
 import torch
 import torch._dynamo.test_case
 from torch._dynamo.symbolic_convert import SpeculationLog
-from torch._dynamo.testing import CompileCounter, CompileCounterWithBackend
+from torch._dynamo.testing import (
+    CompileCounter,
+    CompileCounterWithBackend,
+    EagerAndRecordGraphs,
+)
 
 from test_tv_random_draws import SeededCallsMixin
 from tv_model_random_draws import color_jitter
@@ -109,16 +113,11 @@ class LoopBranchAsCondTests(SeededCallsMixin, torch._dynamo.test_case.TestCase):
         # A cond made inside a branch (an elif's) marked the RNG as used in the
         # graph, so the later draws were traced into it: on Inductor, with its own
         # generator, not eager's stream.
-        graphs = []
-
-        def backend(gm, example_inputs):
-            graphs.append(gm)
-            return gm
-
+        backend = EagerAndRecordGraphs()
         x = torch.rand(3, 16, 20)
         self.check_seeded(color_jitter_twice, _compiled(color_jitter_twice, backend), range(4), lambda: (x,))
-        self.assertEqual(len(graphs), 1)
-        nodes = graphs[0].graph.nodes
+        self.assertEqual(len(backend.graphs), 1)
+        nodes = backend.graphs[0].graph.nodes
         self.assertEqual([n for n in nodes if n.target in (torch.randperm, "uniform_")], [])
         # each call's order and two factors, drawn by the prologue
         hoisted = [n for n in nodes if n.op == "placeholder" and n.name.startswith("torch_random")]
@@ -140,17 +139,12 @@ class LoopBranchAsCondTests(SeededCallsMixin, torch._dynamo.test_case.TestCase):
         self.assertLessEqual(restart.call_count, 3)
 
     def count_conds(self, fn, *args):
-        graphs = []
-
-        def backend(gm, example_inputs):
-            graphs.append(gm)
-            return gm
-
+        backend = EagerAndRecordGraphs()
         self.assertEqual(_compiled(fn, backend)(*args), fn(*args))
-        self.assertEqual(len(graphs), 1)
+        self.assertEqual(len(backend.graphs), 1)
         return sum(
             len(g.graph.find_nodes(op="call_function", target=torch.ops.higher_order.cond))
-            for g in graphs[0].modules()
+            for g in backend.graphs[0].modules()
             if isinstance(g, torch.fx.GraphModule)
         )
 
