@@ -353,6 +353,9 @@ MIRRORS: dict[str, Mirror] = {
     "random: op order by randperm (flag on)": Mirror(
         T_ + "ColorJitter", fn=lambda tv: tv.T.ColorJitter(brightness=(0.6, 1.4), hue=(-0.1, 0.1))
     ),
+    "random: op order by randperm on TVTensors (flag on)": Mirror(
+        T_ + "ColorJitter", fn=lambda tv: tv.T.ColorJitter(brightness=(0.6, 1.4))
+    ),
     "random: elastic displacement by rand (flag on)": Mirror(
         T_ + "ElasticTransform.make_params",
         fn=lambda tv: (lambda t: lambda x: t.make_params([x])["displacement"])(tv.T.ElasticTransform(5.0, 2.0)),

@@ -4,6 +4,9 @@ Each function draws as the torchvision transform it names does:
 
 * ``color_jitter``: ``ColorJitter``'s op order, ``torch.randperm(4)``, iterated and
   branched on element by element (``for fn_id in fn_idx: if fn_id == 0 ...``);
+* ``ColorJitter``: the same as a transform over a sample, as torchvision runs it: each
+  leaf goes through the loop, the Image through the brightness kernel (re-wrapped as an
+  Image), the boxes and the mask through the passthrough kernel, unchanged;
 * ``elastic_displacement``: ``ElasticTransform``'s displacement field, two full-size
   ``torch.rand`` draws, blurred and scaled;
 * ``random_erasing``: ``RandomErasing``'s search, ``uniform_`` draws bounded by the 0-d
@@ -39,7 +42,15 @@ from tv_dispatch_model import adjust_brightness, horizontal_flip, vertical_flip
 from tv_model_errors import _get_perspective_coeffs, ENDPOINTS, erase, STARTPOINTS
 from tv_model_kernels import adjust_hue, gaussian_blur, resized_crop
 from tv_model_random import _HOIST, _seeded_image
-from tv_model_tvtensors import resize_image
+from tv_model_tvtensors import (
+    BoundingBoxes,
+    Image,
+    make_boxes,
+    make_mask,
+    Mask,
+    resize_image,
+    Transform,
+)
 
 
 def color_jitter(
@@ -55,6 +66,33 @@ def color_jitter(
         elif fn_id == 3:
             output = adjust_hue(output, h)
     return output
+
+
+class ColorJitter(Transform):
+    """torchvision's ColorJitter with brightness only: the op order and the factor are
+    drawn in make_params, the order's elements branched on per leaf in transform."""
+
+    def __init__(self, brightness: tuple[float, float] = (0.6, 1.4)) -> None:
+        super().__init__()
+        self.brightness = brightness
+
+    def make_params(self, flat_inputs: list) -> dict:
+        fn_idx = torch.randperm(4)
+        b = float(torch.empty(1).uniform_(self.brightness[0], self.brightness[1]))
+        return dict(fn_idx=fn_idx, brightness_factor=b)
+
+    def transform(self, inpt, params: dict):
+        output = inpt
+        brightness_factor = params["brightness_factor"]
+        for fn_id in params["fn_idx"]:
+            if fn_id == 0 and brightness_factor is not None:
+                output = self._call_kernel(adjust_brightness, output, brightness_factor=brightness_factor)
+        return output
+
+
+def _seeded_tvtensors(seed: int) -> tuple[Image, BoundingBoxes, Mask]:
+    (image,) = _seeded_image(seed)
+    return Image(image), make_boxes(), make_mask()
 
 
 def elastic_displacement(image: torch.Tensor, alpha: float = 5.0, sigma: float = 2.0) -> torch.Tensor:
@@ -224,6 +262,7 @@ def _seeded_sample(seed: int) -> tuple[torch.Tensor, torch.Tensor]:
 # name -> (callable, argument factory, Dynamo config to apply where it exists)
 AUDIT_CASES = {
     "random: op order by randperm (flag on)": (color_jitter, lambda: _seeded_image(8), _HOIST),
+    "random: op order by randperm on TVTensors (flag on)": (ColorJitter(), lambda: _seeded_tvtensors(18), _HOIST),
     "random: elastic displacement by rand (flag on)": (elastic_displacement, lambda: _seeded_image(9), _HOIST),
     "random: erasing with tensor-bounded draws (flag on)": (random_erasing, lambda: _seeded_image(10), _HOIST),
     "random: resized crop with tensor-bounded draws (flag on)": (
