@@ -1,22 +1,26 @@
 # Owner(s): ["module: dynamo"]
-"""A branch in a loop whose arms hand back TVTensors, compiled as one torch.cond.
+"""Branches whose arms hand back TVTensors, compiled as one torch.cond.
 
 torchvision's ColorJitter runs its drawn op order on every leaf of a sample: the Image
 goes through the kernels and is re-wrapped as an Image, the boxes and the mask through the
-passthrough kernel, unchanged. A cond over a branch's arms (a branch in a loop) returns
-plain tensors, so an arm's output that is a tensor subclass made the branch fall back to
-the usual path: with ``hoist_torch_rng_draws`` one graph per drawn order on a sample (13
-in 20 calls, past the recompile limit), where a pure image compiles one.
+passthrough kernel, unchanged. ``_RandomApplyTransform.forward`` returns the sample as it
+came in one outcome of ``if torch.rand(1) >= p`` and flipped in the other, the boxes
+re-wrapped with their format and canvas size. torch.cond returns plain tensors, so a cond
+over a branch's arms (patch 61, a branch in a loop) or over the rest of the frame (patch
+12) refused arms handing back a subclass instance, and the branch fell back to the usual
+path: with ``hoist_torch_rng_draws`` one graph per drawn order or outcome on a sample
+(ColorJitter: 13 in 20 calls, past the recompile limit), where a pure image compiles one.
 
-Now, where the arms meet:
+Now each tensor the arms hand back is decided from both arms:
 
-* an output both arms leave as it was is the value it was, and a cond whose outputs all
-  are is dropped (the boxes and the mask);
-* an output that both arms set to an instance of the same subclass holding no attribute
-  of its own (``as_subclass``, as an Image is re-wrapped; or a frame input whose
-  ``__dict__`` is empty, guarded so) is the cond's output wrapped in that subclass;
-* anything else (a subclass instance with attributes, as boxes are re-wrapped with their
-  format and canvas size, or different types in the two arms) is refused, with why.
+* one both arms leave as it was before the branch is that value, and a cond over arms
+  that leave every tensor so is dropped (the boxes and the mask in ColorJitter's loop);
+* one both arms give as instances of the same subclass with the same attributes, each a
+  Python constant (none for an Image; the format and canvas size of boxes), is the
+  cond's output wrapped in that subclass with those attributes; a frame input's
+  attributes are read from its ``__dict__``, whose keys are guarded;
+* anything else (different types in the two arms, attributes that differ) is refused,
+  with why.
 
 Every call is compared with eager from the same seed: outputs with their types and
 metadata, and the next draw after them.
@@ -28,6 +32,7 @@ from torch._dynamo.testing import CompileCounter, CompileCounterWithBackend, Eag
 
 from tv_dispatch_model import _get_kernel, adjust_brightness, horizontal_flip
 from tv_model_random import seeded_calls
+from tv_model_random_branches import random_apply_flip
 from tv_model_random_draws import ColorJitter
 from tv_model_tvtensors import BoundingBoxes, Image, make_boxes, make_mask, TVTensorCheckMixin
 
@@ -153,16 +158,38 @@ class LoopBranchTVTensorOutputTests(TVTensorCheckMixin, torch._dynamo.test_case.
         self.assertEqual(_conds(backend), 0)
 
     @torch._dynamo.config.patch(data_dependent_branches_as_cond=True)
-    def test_boxes_rewrapped_with_their_metadata_are_refused(self):
-        with self.assertRaisesRegex(
-            torch._dynamo.exc.Unsupported, "sets boxes to an instance of BoundingBoxes with attributes"
-        ):
-            torch.compile(flip_boxes_sometimes, backend="eager", fullgraph=True)(make_boxes(), _steps(1))
+    def test_boxes_flipped_in_one_arm_keep_their_metadata(self):
+        # one arm re-wraps the boxes with their format and canvas size, the other
+        # leaves them: the same attributes, so the cond's output is boxes with them
+        boxes = make_boxes()
+        for steps in (_steps(1, -1), _steps(-1, -1)):
+            backend = EagerAndRecordGraphs()
+            out = torch.compile(flip_boxes_sometimes, backend=backend, fullgraph=True)(boxes, steps)
+            self.assertSameLeaves(flip_boxes_sometimes(boxes, steps), out)
+            self.assertEqual(_conds(backend), 2)
+            torch._dynamo.reset()
+
+    @torch._dynamo.config.patch(data_dependent_branches_as_cond=True)
+    def test_random_apply_to_a_tvtensor_sample_is_one_graph(self):
+        # the rest of forward is the cond: the sample as it came, or flipped
+        sample = _sample()
+        cnt = CompileCounter()
+        compiled = torch.compile(random_apply_flip, backend=cnt, fullgraph=True)
+        outcomes = set()
+        with torch._dynamo.config.patch(error_on_recompile=True):
+            for eager, eager_next, out, out_next in seeded_calls(
+                random_apply_flip, compiled, range(8), lambda: (sample,)
+            ):
+                self.assertSameLeaves(eager, out)
+                self.assertEqual(out_next, eager_next, atol=0, rtol=0)
+                outcomes.add(torch.equal(out[0], sample[0]))
+        self.assertEqual(cnt.frame_count, 1)
+        self.assertEqual(outcomes, {True, False})
 
     @torch._dynamo.config.patch(data_dependent_branches_as_cond=True)
     def test_an_image_in_one_arm_and_a_tensor_in_the_other_are_refused(self):
         with self.assertRaisesRegex(
-            torch._dynamo.exc.Unsupported, "set image to an instance of Image and to a plain value"
+            torch._dynamo.exc.Unsupported, "give image as an instance of Image and as a plain tensor"
         ):
             torch.compile(image_or_tensor, backend="eager", fullgraph=True)(Image(torch.rand(3, 4, 5)), _steps(1))
         torch._dynamo.reset()
@@ -172,24 +199,24 @@ class LoopBranchTVTensorOutputTests(TVTensorCheckMixin, torch._dynamo.test_case.
         self.assertSameLeaves(image_or_tensor(image, steps), torch.compile(image_or_tensor, backend="eager")(image, steps))
 
     @torch._dynamo.config.patch(data_dependent_branches_as_cond=True)
-    def test_an_input_image_with_attributes_is_not_rewrapped_bare(self):
+    def test_an_input_image_with_an_attribute_is_not_rewrapped_without(self):
         # the arm that leaves the input hands back its attributes, the other arm none
         image = Image(torch.rand(3, 4, 5))
         image.note = "kept"
         with self.assertRaisesRegex(
-            torch._dynamo.exc.Unsupported, "leaves image, an instance of Image with attributes"
+            torch._dynamo.exc.Unsupported, "give image as instances of Image whose attributes differ"
         ):
             torch.compile(brighten_sometimes, backend="eager", fullgraph=True)(image, _steps(1))
 
     @torch._dynamo.config.patch(data_dependent_branches_as_cond=True)
-    def test_the_input_image_is_guarded_to_have_no_attributes(self):
+    def test_the_input_image_attributes_are_guarded(self):
         image = Image(torch.rand(3, 4, 5))
         cnt = CompileCounter()
         compiled = torch.compile(brighten_sometimes, backend=cnt, fullgraph=True)
         self.assertSameLeaves(brighten_sometimes(image, _steps(-1)), compiled(image, _steps(-1)))
         image.note = "kept"
-        # the guard on the input's __dict__ fails: the new trace refuses the cond
-        with self.assertRaisesRegex(torch._dynamo.exc.Unsupported, "with attributes"):
+        # the guard on the input's __dict__ keys fails: the new trace refuses the cond
+        with self.assertRaisesRegex(torch._dynamo.exc.Unsupported, "whose attributes differ"):
             compiled(image, _steps(-1))
         self.assertEqual(cnt.frame_count, 1)
 

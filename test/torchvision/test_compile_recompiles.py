@@ -11,7 +11,7 @@ answers the trace took, not the values). Beyond that bound Dynamo would recompil
 the next values and, past its recompile limit, fail under ``fullgraph``; these rows
 are the ones a stream can use.
 The transforms that still compile a graph per combination of discrete draws (RandAugment,
-AugMix, ColorJitter on TVTensors and others, listed in the README) exceed Dynamo's recompile
+AugMix, RandomPhotometricDistort and others, listed in the README) exceed Dynamo's recompile
 limit and are not here.
 """
 
@@ -60,16 +60,17 @@ BOUNDS = {
     # passes is followed by another option's search); it has the sample only
     "RandomIoUCrop": 4,
     # `if torch.rand(1) >= self.p` in _RandomApplyTransform.forward: one graph for both
-    # outcomes on a pure image (a torch.cond over the rest of forward), one per outcome
-    # on the sample, whose TVTensors a cond would return as plain tensors
-    "RandomHorizontalFlip": {"tensor": 1, "sample": 2},
-    "RandomVerticalFlip": {"tensor": 1, "sample": 2},
-    "RandomInvert": {"tensor": 1, "sample": 2},
-    "RandomPosterize": {"tensor": 1, "sample": 2},
-    "RandomSolarize": {"tensor": 1, "sample": 2},
-    "RandomAdjustSharpness": {"tensor": 1, "sample": 2},
-    "RandomAutocontrast": {"tensor": 1, "sample": 2},
-    "RandomEqualize": {"tensor": 1, "sample": 2},
+    # outcomes (a torch.cond over the rest of forward); on the sample the cond's outputs
+    # are wrapped in the TVTensor classes again, the boxes with their metadata, and the
+    # sample's constants are no outputs of it (patches 62-63)
+    "RandomHorizontalFlip": 1,
+    "RandomVerticalFlip": 1,
+    "RandomInvert": 1,
+    "RandomPosterize": 1,
+    "RandomSolarize": 1,
+    "RandomAdjustSharpness": 1,
+    "RandomAutocontrast": 1,
+    "RandomEqualize": 1,
     # one graph per outcome of a branch on a draw, where the rest of forward is no cond:
     # it draws again (RandomZoomOut), loops (RandomApply), or returns an output whose
     # strides the other outcome's cannot merge with (RandomGrayscale's expand)
@@ -83,9 +84,9 @@ BOUNDS = {
     "RandomOrder": 2,
     # `for fn_id in torch.randperm(4): if fn_id == 0 ... elif ...`: each test a cond over
     # its arms up to the loop head (patch 61), its factors cond operands (patch 60). On
-    # the sample an arm returns an Image, which a cond would return as a plain tensor:
-    # one graph per order there (13 in 20 calls, up to 24), so only the pure image here
-    "ColorJitter": {"tensor": 1},
+    # the sample the arms re-wrap the Image, which the cond's output is wrapped in again,
+    # and leave the boxes and the mask as they were, no cond at all (patch 63)
+    "ColorJitter": 1,
 }
 
 CASES = [
