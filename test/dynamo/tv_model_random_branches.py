@@ -54,7 +54,7 @@ def random_apply_flip(sample: tuple[torch.Tensor, ...], p: float = 0.5) -> tuple
 
 
 def _seeded_sample(seed: int) -> tuple[tuple[torch.Tensor, torch.Tensor]]:
-    # Plain tensors (test_tv_random_loop_tvtensors runs it on TVTensors).
+    # Plain tensors (test_tv_branch_tvtensors runs it on TVTensors).
     (image,) = _seeded_image(seed)
     return ((image, image.mean(0, keepdim=True)),)
 
