@@ -142,6 +142,24 @@ class BranchTVTensorOutputTests(TVTensorCheckMixin, torch._dynamo.test_case.Test
         self.assertEqual(cnt.frame_count, 1)
 
     @torch._dynamo.config.patch(data_dependent_branches_as_cond=True)
+    def test_random_apply_to_samples_of_varied_sizes(self):
+        # From the second size on the boxes' canvas size is symbolic (automatic
+        # dynamic): the input's attributes are read as the kernels read them, by
+        # the same sources, so both outcomes' boxes have the same symbolic size.
+        # One graph for the first size, one for every later size and outcome.
+        cnt = CompileCounter()
+        compiled = torch.compile(random_apply_flip, backend=cnt, fullgraph=True)
+        sizes = [(16, 20), (18, 22), (20, 24), (24, 16)] * 2
+        for seed, (h, w) in enumerate(sizes):
+            sample = (Image(torch.rand(3, h, w)), make_boxes(canvas_size=(h, w)), make_mask((h, w)))
+            for eager, eager_next, out, out_next in seeded_calls(
+                random_apply_flip, compiled, [seed], lambda: (sample,)
+            ):
+                self.assertSameLeaves(eager, out)
+                self.assertEqual(out_next, eager_next, atol=0, rtol=0)
+        self.assertEqual(cnt.frame_count, 2)
+
+    @torch._dynamo.config.patch(data_dependent_branches_as_cond=True)
     def test_arms_rewrapping_an_image_give_an_image(self):
         image = Image(torch.rand(3, 4, 5))
         for steps in (_steps(1, -1, 1), _steps(-1, -1, 1)):
