@@ -108,6 +108,15 @@ def _conds(backend):
 
 
 class BranchTVTensorOutputTests(TVTensorCheckMixin, torch._dynamo.test_case.TestCase):
+    def conds_compiled(self, fn, *args):
+        """Compile fn afresh with fullgraph=True, check it against eager, and
+        return how many conds its graph holds."""
+        torch._dynamo.reset()
+        backend = EagerAndRecordGraphs()
+        out = torch.compile(fn, backend=backend, fullgraph=True)(*args)
+        self.assertSameLeaves(fn(*args), out)
+        return _conds(backend), out
+
     def check_seeded_leaves(self, fn, compiled, seeds, make_args, atol=0, rtol=0):
         for eager, eager_next, out, out_next in seeded_calls(fn, compiled, seeds, make_args):
             if atol:
@@ -152,31 +161,21 @@ class BranchTVTensorOutputTests(TVTensorCheckMixin, torch._dynamo.test_case.Test
         sizes = [(16, 20), (18, 22), (20, 24), (24, 16)] * 2
         for seed, (h, w) in enumerate(sizes):
             sample = (Image(torch.rand(3, h, w)), make_boxes(canvas_size=(h, w)), make_mask((h, w)))
-            for eager, eager_next, out, out_next in seeded_calls(
-                random_apply_flip, compiled, [seed], lambda: (sample,)
-            ):
-                self.assertSameLeaves(eager, out)
-                self.assertEqual(out_next, eager_next, atol=0, rtol=0)
+            self.check_seeded_leaves(random_apply_flip, compiled, [seed], lambda: (sample,))
         self.assertEqual(cnt.frame_count, 2)
 
     @torch._dynamo.config.patch(data_dependent_branches_as_cond=True)
     def test_arms_rewrapping_an_image_give_an_image(self):
         image = Image(torch.rand(3, 4, 5))
         for steps in (_steps(1, -1, 1), _steps(-1, -1, 1)):
-            backend = EagerAndRecordGraphs()
-            out = torch.compile(brighten_or_flip, backend=backend, fullgraph=True)(image, steps)
-            self.assertSameLeaves(brighten_or_flip(image, steps), out)
-            self.assertEqual(_conds(backend), 3)
-            torch._dynamo.reset()
+            self.assertEqual(self.conds_compiled(brighten_or_flip, image, steps)[0], 3)
 
     @torch._dynamo.config.patch(data_dependent_branches_as_cond=True)
     def test_arms_leaving_boxes_as_they_were_make_no_cond(self):
         boxes = make_boxes()
-        backend = EagerAndRecordGraphs()
-        out = torch.compile(pass_boxes_through, backend=backend, fullgraph=True)(boxes, _steps(1, -1))
-        self.assertSameLeaves(pass_boxes_through(boxes, _steps(1, -1)), out)
+        conds, out = self.conds_compiled(pass_boxes_through, boxes, _steps(1, -1))
         self.assertIs(out[0], boxes)
-        self.assertEqual(_conds(backend), 0)
+        self.assertEqual(conds, 0)
 
     @torch._dynamo.config.patch(data_dependent_branches_as_cond=True)
     def test_boxes_flipped_in_one_arm_keep_their_metadata(self):
@@ -184,11 +183,7 @@ class BranchTVTensorOutputTests(TVTensorCheckMixin, torch._dynamo.test_case.Test
         # leaves them: the same attributes, so the cond's output is boxes with them
         boxes = make_boxes()
         for steps in (_steps(1, -1), _steps(-1, -1)):
-            backend = EagerAndRecordGraphs()
-            out = torch.compile(flip_boxes_sometimes, backend=backend, fullgraph=True)(boxes, steps)
-            self.assertSameLeaves(flip_boxes_sometimes(boxes, steps), out)
-            self.assertEqual(_conds(backend), 2)
-            torch._dynamo.reset()
+            self.assertEqual(self.conds_compiled(flip_boxes_sometimes, boxes, steps)[0], 2)
 
     @torch._dynamo.config.patch(data_dependent_branches_as_cond=True)
     def test_random_apply_to_a_tvtensor_sample_is_one_graph(self):
