@@ -174,6 +174,17 @@ def _horizontal_flip_transform(tv):
     return HorizontalFlip()
 
 
+def _trivial_augment_one_op(op: str) -> Callable:
+    """TrivialAugmentWide over a space of one op (the model's trivial_augment_one_op)."""
+
+    def build(tv):
+        wide = tv.T.TrivialAugmentWide
+        space = {"_AUGMENTATION_SPACE": {op: wide._AUGMENTATION_SPACE[op]}}
+        return type(f"TrivialAugment{op}", (wide,), space)()
+
+    return build
+
+
 def _pipeline(tv):
     import torch
 
@@ -397,6 +408,12 @@ MIRRORS: dict[str, Mirror] = {
     ),
     "branch as cond: random apply to a sample's leaves": Mirror(
         T_ + "RandomHorizontalFlip", fn=lambda tv: tv.T.RandomHorizontalFlip(0.5)
+    ),
+    "branch as cond: TrivialAugmentWide's signed magnitude, Brightness (hoisted draws)": Mirror(
+        T_ + "TrivialAugmentWide", fn=_trivial_augment_one_op("Brightness")
+    ),
+    "branch as cond: TrivialAugmentWide's signed magnitude, ShearX (hoisted draws)": Mirror(
+        T_ + "TrivialAugmentWide", fn=_trivial_augment_one_op("ShearX")
     ),
     # tv_model_random_params
     "random: gaussian blur sigma by uniform_ (flag on)": Mirror(

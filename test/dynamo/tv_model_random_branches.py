@@ -9,18 +9,30 @@
   are listed before the branch, and after it the parameters are made and a list
   comprehension applies the kernel to each leaf with them (up to Python 3.11 the
   comprehension closes over ``params``, a cell of the frame, which each outcome
-  of the cond then stores into).
+  of the cond then stores into);
+* ``trivial_augment_one_op``: ``TrivialAugmentWide.forward`` over a space of one op:
+  the image is taken out of the flattened inputs, the op and a magnitude bin drawn,
+  the magnitude negated on a draw if the op is signed (``if signed and torch.rand(())
+  <= 0.5``), the op applied (Brightness: ``adjust_brightness``; ShearX: ``affine``
+  with the shear ``math.degrees(math.atan(magnitude))``), and the image put back into
+  the list of flattened inputs that the frame made before the branch
+  (``flat_inputs[idx] = image``).
 
 They compile fullgraph, in one graph for both outcomes, only with
 ``torch._dynamo.config.data_dependent_branches_as_cond``; the audit rows turn it
-on (and ``hoist_torch_rng_draws`` in one row) where it exists.
+on (and ``hoist_torch_rng_draws`` in the rows that draw) where it exists.
 """
 
 from __future__ import annotations
 
-import torch
+import functools
+import math
+from typing import Any
 
-from tv_dispatch_model import adjust_brightness, horizontal_flip, vertical_flip
+import torch
+from torch.utils._pytree import tree_flatten, tree_unflatten
+
+from tv_dispatch_model import adjust_brightness, affine, horizontal_flip, vertical_flip
 from tv_model_random import _HOIST, _seeded_image, rand_augment_choice, random_horizontal_flip
 
 
@@ -53,6 +65,34 @@ def random_apply_flip(sample: tuple[torch.Tensor, ...], p: float = 0.5) -> tuple
     return tuple([horizontal_flip(leaf) if params["horizontal"] else leaf for leaf in leaves])
 
 
+def _flatten_and_extract_image(inputs: tuple[Any, ...]) -> tuple[tuple[list[Any], Any, int], torch.Tensor]:
+    flat_inputs, spec = tree_flatten(inputs if len(inputs) > 1 else inputs[0])
+    idx = next(i for i, leaf in enumerate(flat_inputs) if isinstance(leaf, torch.Tensor))
+    return (flat_inputs, spec, idx), flat_inputs[idx]
+
+
+def _unflatten_and_insert_image(flat_inputs_with_spec: tuple[list[Any], Any, int], image: torch.Tensor) -> Any:
+    flat_inputs, spec, idx = flat_inputs_with_spec
+    flat_inputs[idx] = image
+    return tree_unflatten(flat_inputs, spec)
+
+
+def trivial_augment_one_op(*inputs: Any, op: str = "Brightness", signed: bool = True, num_bins: int = 31) -> Any:
+    flat_inputs_with_spec, image = _flatten_and_extract_image(inputs)
+    space = (op,)
+    transform_id = space[int(torch.randint(len(space), ()))]
+    magnitudes = torch.linspace(0.0, 0.99, num_bins)
+    magnitude = float(magnitudes[int(torch.randint(num_bins, ()))])
+    if signed and torch.rand(()) <= 0.5:
+        magnitude *= -1
+    if transform_id == "ShearX":
+        shear = [math.degrees(math.atan(magnitude)), 0.0]
+        image = affine(image, angle=0.0, translate=[0, 0], scale=1.0, shear=shear)
+    else:
+        image = adjust_brightness(image, 1.0 + magnitude)
+    return _unflatten_and_insert_image(flat_inputs_with_spec, image)
+
+
 def _seeded_sample(seed: int) -> tuple[tuple[torch.Tensor, torch.Tensor]]:
     # Plain tensors (test_tv_branch_tvtensors runs it on TVTensors).
     (image,) = _seeded_image(seed)
@@ -74,4 +114,14 @@ AUDIT_CASES = {
     "branch as cond: op choice by randint (hoisted draw)": (rand_augment_choice, lambda: _seeded_image(1), _COND_HOIST),
     "branch as cond: random flip in an inlined call": (random_flip_then_brighten, lambda: _seeded_image(5), _COND),
     "branch as cond: random apply to a sample's leaves": (random_apply_flip, lambda: _seeded_sample(0), _COND),
+    "branch as cond: TrivialAugmentWide's signed magnitude, Brightness (hoisted draws)": (
+        trivial_augment_one_op,
+        lambda: _seeded_image(2),
+        _COND_HOIST,
+    ),
+    "branch as cond: TrivialAugmentWide's signed magnitude, ShearX (hoisted draws)": (
+        functools.partial(trivial_augment_one_op, op="ShearX"),
+        lambda: _seeded_image(3),
+        _COND_HOIST,
+    ),
 }
