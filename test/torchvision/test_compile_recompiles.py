@@ -117,5 +117,37 @@ def test_graphs_over_a_stream(name, kind):
     assert 1 <= counter.frame_count <= bound, counter.frame_count
 
 
+def _trivial_augment_wide_ops():
+    from torchvision.transforms import v2
+
+    return list(v2.TrivialAugmentWide._AUGMENTATION_SPACE)
+
+
+@pytest.mark.parametrize("op", _trivial_augment_wide_ops())
+def test_trivial_augment_wide_one_op_one_graph(op):
+    # TrivialAugmentWide over a space of one op: its magnitude bin and sign drawn, the
+    # sign's branch a cond over the rest of forward, which writes the image back into
+    # the list of flattened inputs the frame made (patch 65), shears by
+    # math.degrees(math.atan(magnitude)) (patch 64). TrivialAugmentWide itself still
+    # compiles a graph per op drawn: the op, picked by a drawn index into a tuple of
+    # names, is specialized.
+    from torchvision.transforms import v2
+
+    space = {op: v2.TrivialAugmentWide._AUGMENTATION_SPACE[op]}
+    t = type(f"TrivialAugment{op}", (v2.TrivialAugmentWide,), {"_AUGMENTATION_SPACE": space})()
+    args = _inputs("TrivialAugmentWide", TRANSFORMS["TrivialAugmentWide"][2])["tensor"]()
+    counter = CompileCounter()
+    torch._dynamo.reset()
+    compiled = torch.compile(lambda *xs: t(*xs), backend=counter, fullgraph=True)
+    with _flags(True), torch._dynamo.config.patch(error_on_recompile=True):
+        for seed in range(12):
+            eager, eager_error, eager_next = _call(t, args, seed)
+            out, error, out_next = _call(compiled, args, seed)
+            assert eager_error is None and error is None, (eager_error, error)
+            assert_same(out, eager)
+            assert torch.equal(out_next, eager_next)
+    assert counter.frame_count == 1
+
+
 def test_every_bounded_transform_is_a_random_one_we_test():
     assert set(BOUNDS) <= {name for name, (_, random, _) in TRANSFORMS.items() if random}
