@@ -229,8 +229,14 @@ def cmd_upstream(args) -> int:
     log = lambda m: print(m, flush=True)  # noqa: E731
     log(f"upstream's tests from {root}: {len(files)} file(s), each on BASE (torch {o.torch.version}) "
         f"and patched ({len(o.series.patches)} patches); pytest's output goes to {workdir}")
-    results = run_upstream(root, files, o, workdir, timeout=args.timeout, jobs=args.jobs,
-                           pytest_args=args.pytest_args, updated=updated_tests(o.series.patches), log=log)
+    try:
+        results = run_upstream(root, files, o, workdir, timeout=args.timeout, jobs=args.jobs,
+                               pytest_args=args.pytest_args, updated=updated_tests(o.series.patches), log=log)
+    except BaseException:
+        # bad input (a SOURCES line) stops the run before pytest writes anything: leave nothing behind
+        if not any(workdir.iterdir()):
+            workdir.rmdir()
+        raise
     ok = report(results, log=log)
     if args.json:
         Path(args.json).write_text(json.dumps(to_json(results, o, root), indent=1, ensure_ascii=False) + "\n")

@@ -83,7 +83,9 @@ def synthetic_checkout(tmp_path: Path, body: str = SYNTHETIC) -> Path:
 
 
 def run_upstream(tmp_path, *args):
-    return run("upstream", *args, env={"SYNTH_STATE": str(tmp_path / "state")})
+    # TMPDIR: the directory the command keeps pytest's output in goes under
+    # tmp_path, which pytest removes, not into the machine's /tmp
+    return run("upstream", *args, env={"SYNTH_STATE": str(tmp_path / "state"), "TMPDIR": str(tmp_path)})
 
 
 @pytest.fixture(scope="module")
@@ -268,7 +270,11 @@ def test_bad_input_is_one_line(tmp_path):
     (root / "test" / "empty").mkdir()
     assert_one_line_error(run("upstream", "--checkout", str(root), "test/empty"), "no test files")
     (root / "SOURCES").write_text("test/dynamo/test_synthetic.py\n")
-    assert_one_line_error(run("upstream", "--checkout", str(root), "test/dynamo"), "SOURCES:1: expected 'PATH COMMIT'")
+    env = {"TMPDIR": str(tmp_path / "tmp")}
+    (tmp_path / "tmp").mkdir()
+    assert_one_line_error(run("upstream", "--checkout", str(root), "test/dynamo", env=env),
+                          "SOURCES:1: expected 'PATH COMMIT'")
+    assert not any((tmp_path / "tmp").iterdir()), "bad input leaves no output directory behind"
 
 
 def test_wrong_torch_is_refused(tmp_path):
