@@ -1,0 +1,86 @@
+# Owner(s): ["module: inductor"]
+"""
+Sizes computed from float math, passed to a C++ kernel once, not computed in its loops.
+
+With the random flags, RandomResizedCrop's crop is ``int(round(math.sqrt(target_area *
+aspect_ratio)))`` wide, the area and ratio the ``.item()`` of hoisted draws: unbacked
+floats. Inductor's C++ kernel that copies the crop out of the image had the size in its
+loop bounds and indices as ``std::lrint(std::sqrt(ks2*ks3*...))``: computed again for every
+vector of every row (libm calls, errno kept, which the compiler may not hoist), from the
+floats taken as ``float``, where the wrapper sizes the buffers from Python's doubles.
+
+Each such rounding of float math over the kernel's arguments is now a precomputed size:
+the wrapper computes it once per call, in Python, and passes it as an int64 argument.
+"""
+
+import torch
+import torch._dynamo.test_case
+from torch._dynamo.testing import CompileCounterWithBackend
+from torch._inductor.utils import run_and_get_cpp_code
+
+from tv_model_random import seeded_calls
+from tv_model_random_draws import random_resized_crop_log_ratio
+
+
+FLAGS = {"hoist_torch_rng_draws": True, "data_dependent_branches_as_cond": True}
+
+
+def crop_to_224(image):
+    return random_resized_crop_log_ratio(image, size=(224, 224), scale=(0.08, 1.0))
+
+
+class FloatSizesTests(torch._dynamo.test_case.TestCase):
+    def assertSizesComputedByTheWrapper(self, code):
+        # no square root or rounding in any kernel; the wrapper computes
+        # them, once per call
+        kernels, wrapper = code.split("def call(")
+        self.assertNotIn("std::sqrt", kernels)
+        self.assertNotIn("std::lrint", kernels)
+        self.assertIn("round(torch._sym_sqrt(", wrapper)
+
+    def test_resized_crop_sizes_are_kernel_arguments(self):
+        image = torch.randint(0, 256, (3, 480, 500), dtype=torch.uint8)
+        cnt = CompileCounterWithBackend("inductor")
+        compiled = torch.compile(crop_to_224, backend=cnt, fullgraph=True)
+        with torch._dynamo.config.patch(**FLAGS):
+            torch.manual_seed(0)
+            eager = crop_to_224(image)
+            torch.manual_seed(0)
+            out, code = run_and_get_cpp_code(compiled, image)
+            self.assertEqual(out, eager, atol=0, rtol=0)
+            self.assertSizesComputedByTheWrapper(code)
+            # other draws, other crops: the same graph, eager's values
+            for e, e_next, o, o_next in seeded_calls(
+                crop_to_224, compiled, range(1, 13), lambda: (image,)
+            ):
+                self.assertEqual(o, e, atol=0, rtol=0)
+                self.assertEqual(o_next, e_next, atol=0, rtol=0)
+        self.assertEqual(cnt.frame_count, 1)
+
+    def test_images_of_other_sizes(self):
+        # the sizes a kernel takes, computed per call from the call's draws
+        # and the image's symbolic size
+        cnt = CompileCounterWithBackend("inductor")
+        compiled = torch.compile(crop_to_224, backend=cnt, fullgraph=True, dynamic=True)
+        with torch._dynamo.config.patch(**FLAGS):
+            image = torch.randint(0, 256, (3, 480, 500), dtype=torch.uint8)
+            torch.manual_seed(0)
+            eager = crop_to_224(image)
+            torch.manual_seed(0)
+            out, code = run_and_get_cpp_code(compiled, image)
+            self.assertEqual(out, eager, atol=0, rtol=0)
+            self.assertSizesComputedByTheWrapper(code)
+            for shape in ((3, 300, 400), (3, 512, 288), (3, 257, 511)):
+                image = torch.randint(0, 256, shape, dtype=torch.uint8)
+                for e, e_next, o, o_next in seeded_calls(
+                    crop_to_224, compiled, range(4), lambda: (image,)
+                ):
+                    self.assertEqual(o, e, atol=0, rtol=0)
+                    self.assertEqual(o_next, e_next, atol=0, rtol=0)
+        self.assertEqual(cnt.frame_count, 1)
+
+
+if __name__ == "__main__":
+    from torch._dynamo.test_case import run_tests
+
+    run_tests()
