@@ -30,53 +30,46 @@ def crop_to_224(image):
 
 
 class FloatSizesTests(torch._dynamo.test_case.TestCase):
-    def assertSizesComputedByTheWrapper(self, code):
-        # no square root or rounding in any kernel; the wrapper computes
-        # them, once per call
-        kernels, wrapper = code.split("def call(")
-        self.assertNotIn("std::sqrt", kernels)
-        self.assertNotIn("std::lrint", kernels)
-        self.assertIn("round(torch._sym_sqrt(", wrapper)
+    def check_calls(self, compiled, images, seeds):
+        """The first call's code computes the crop's sizes in the wrapper;
+        every call on each image equals eager, its RNG stream after too."""
+        with torch._dynamo.config.patch(**FLAGS):
+            torch.manual_seed(seeds[0])
+            eager = crop_to_224(images[0])
+            torch.manual_seed(seeds[0])
+            out, code = run_and_get_cpp_code(compiled, images[0])
+            self.assertEqual(out, eager, atol=0, rtol=0)
+            # no square root or rounding in any kernel; the wrapper computes
+            # them, once per call
+            kernels, wrapper = code.split("def call(")
+            self.assertNotIn("std::sqrt", kernels)
+            self.assertNotIn("std::lrint", kernels)
+            self.assertIn("round(torch._sym_sqrt(", wrapper)
+            for image in images:
+                for e, e_next, o, o_next in seeded_calls(
+                    crop_to_224, compiled, seeds, lambda: (image,)
+                ):
+                    self.assertEqual(o, e, atol=0, rtol=0)
+                    self.assertEqual(o_next, e_next, atol=0, rtol=0)
 
     def test_resized_crop_sizes_are_kernel_arguments(self):
+        # other draws, other crops: the same graph
         image = torch.randint(0, 256, (3, 480, 500), dtype=torch.uint8)
         cnt = CompileCounterWithBackend("inductor")
         compiled = torch.compile(crop_to_224, backend=cnt, fullgraph=True)
-        with torch._dynamo.config.patch(**FLAGS):
-            torch.manual_seed(0)
-            eager = crop_to_224(image)
-            torch.manual_seed(0)
-            out, code = run_and_get_cpp_code(compiled, image)
-            self.assertEqual(out, eager, atol=0, rtol=0)
-            self.assertSizesComputedByTheWrapper(code)
-            # other draws, other crops: the same graph, eager's values
-            for e, e_next, o, o_next in seeded_calls(
-                crop_to_224, compiled, range(1, 13), lambda: (image,)
-            ):
-                self.assertEqual(o, e, atol=0, rtol=0)
-                self.assertEqual(o_next, e_next, atol=0, rtol=0)
+        self.check_calls(compiled, [image], range(13))
         self.assertEqual(cnt.frame_count, 1)
 
     def test_images_of_other_sizes(self):
         # the sizes a kernel takes, computed per call from the call's draws
         # and the image's symbolic size
+        images = [
+            torch.randint(0, 256, shape, dtype=torch.uint8)
+            for shape in ((3, 480, 500), (3, 300, 400), (3, 512, 288), (3, 257, 511))
+        ]
         cnt = CompileCounterWithBackend("inductor")
         compiled = torch.compile(crop_to_224, backend=cnt, fullgraph=True, dynamic=True)
-        with torch._dynamo.config.patch(**FLAGS):
-            image = torch.randint(0, 256, (3, 480, 500), dtype=torch.uint8)
-            torch.manual_seed(0)
-            eager = crop_to_224(image)
-            torch.manual_seed(0)
-            out, code = run_and_get_cpp_code(compiled, image)
-            self.assertEqual(out, eager, atol=0, rtol=0)
-            self.assertSizesComputedByTheWrapper(code)
-            for shape in ((3, 300, 400), (3, 512, 288), (3, 257, 511)):
-                image = torch.randint(0, 256, shape, dtype=torch.uint8)
-                for e, e_next, o, o_next in seeded_calls(
-                    crop_to_224, compiled, range(4), lambda: (image,)
-                ):
-                    self.assertEqual(o, e, atol=0, rtol=0)
-                    self.assertEqual(o_next, e_next, atol=0, rtol=0)
+        self.check_calls(compiled, images, range(4))
         self.assertEqual(cnt.frame_count, 1)
 
 
