@@ -21,7 +21,8 @@ import torch
 import torch._dynamo.test_case
 from torch._dynamo.testing import CompileCounter
 
-from tv_model_random import _seeded_image, seeded_calls
+from test_tv_random_draws import SeededCallsMixin
+from tv_model_random import _seeded_image
 from tv_model_random_branches import trivial_augment_one_op
 
 
@@ -91,19 +92,20 @@ def _inputs():
     return bright, bright - 0.5
 
 
-class BranchPrivateListsTests(torch._dynamo.test_case.TestCase):
+class BranchPrivateListsTests(SeededCallsMixin, torch._dynamo.test_case.TestCase):
     def check_one_graph(self, fn, make_args, seeds=20):
+        """Each seeded call equal to eager (check_seeded), one graph; the
+        compiled calls' outputs."""
         cnt = CompileCounter()
         compiled = torch.compile(fn, backend=cnt, fullgraph=True)
         outputs = []
+
+        def recorded(*args):
+            outputs.append(compiled(*args))
+            return outputs[-1]
+
         with torch._dynamo.config.patch(**FLAGS):
-            for eager, eager_next, out, out_next in seeded_calls(
-                fn, compiled, range(seeds), make_args
-            ):
-                self.assertEqual(type(out), type(eager))
-                self.assertEqual(out, eager, atol=0, rtol=0)
-                self.assertEqual(out_next, eager_next, atol=0, rtol=0)
-                outputs.append(out)
+            self.check_seeded(fn, recorded, range(seeds), make_args)
         self.assertEqual(cnt.frame_count, 1)
         return outputs
 

@@ -18,7 +18,7 @@ import torch._dynamo.test_case
 from torch._dynamo.testing import CompileCounterWithBackend
 from torch._inductor.utils import run_and_get_cpp_code
 
-from tv_model_random import seeded_calls
+from test_tv_random_draws import SeededCallsMixin
 from tv_model_random_draws import random_resized_crop_log_ratio
 
 
@@ -29,7 +29,7 @@ def crop_to_224(image):
     return random_resized_crop_log_ratio(image, size=(224, 224), scale=(0.08, 1.0))
 
 
-class FloatSizesTests(torch._dynamo.test_case.TestCase):
+class FloatSizesTests(SeededCallsMixin, torch._dynamo.test_case.TestCase):
     def check_calls(self, compiled, images, seeds):
         """The first call's code computes the crop's sizes in the wrapper;
         every call on each image equals eager, its RNG stream after too."""
@@ -46,11 +46,7 @@ class FloatSizesTests(torch._dynamo.test_case.TestCase):
             self.assertNotIn("std::lrint", kernels)
             self.assertIn("round(torch._sym_sqrt(", wrapper)
             for image in images:
-                for e, e_next, o, o_next in seeded_calls(
-                    crop_to_224, compiled, seeds, lambda: (image,)
-                ):
-                    self.assertEqual(o, e, atol=0, rtol=0)
-                    self.assertEqual(o_next, e_next, atol=0, rtol=0)
+                self.check_seeded(crop_to_224, compiled, seeds, lambda: (image,))
 
     def test_resized_crop_sizes_are_kernel_arguments(self):
         # other draws, other crops: the same graph
