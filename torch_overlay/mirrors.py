@@ -185,6 +185,17 @@ def _trivial_augment_one_op(op: str) -> Callable:
     return build
 
 
+def _rand_augment_one_op(op: str) -> Callable:
+    """RandAugment over a space of one op (the model's rand_augment_one_op)."""
+
+    def build(tv):
+        rand = tv.T.RandAugment
+        space = {"_AUGMENTATION_SPACE": {op: rand._AUGMENTATION_SPACE[op]}}
+        return type(f"RandAugment{op}", (rand,), space)()
+
+    return build
+
+
 def _pipeline(tv):
     import torch
 
@@ -414,6 +425,12 @@ MIRRORS: dict[str, Mirror] = {
     ),
     "branch as cond: TrivialAugmentWide's signed magnitude, ShearX (hoisted draws)": Mirror(
         T_ + "TrivialAugmentWide", fn=_trivial_augment_one_op("ShearX")
+    ),
+    "branch as sym_ite: RandAugment's signed magnitude in its loop, Brightness (hoisted draws)": Mirror(
+        T_ + "RandAugment", fn=_rand_augment_one_op("Brightness")
+    ),
+    "branch as sym_ite: RandAugment's signed magnitude in its loop, ShearX (hoisted draws)": Mirror(
+        T_ + "RandAugment", fn=_rand_augment_one_op("ShearX")
     ),
     # tv_model_random_params
     "random: gaussian blur sigma by uniform_ (flag on)": Mirror(

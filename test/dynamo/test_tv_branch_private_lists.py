@@ -13,6 +13,10 @@ but its locals and stack reaches (directly or through tuples and other such list
 be copied into each outcome, as the frame's private cells are (patch 41). A list its
 caller, a closure, a dict or an object (one made in the frame, or one that existed before
 it) also holds is shared, and the store is refused as before.
+
+(With patch 68 the sign's branch, whose arm only negates a number, is a torch.sym_ite and
+no cond: the TrivialAugmentWide tests here then check the same one graph through it, and
+``test_list_returned_one_graph`` keeps a cond whose outcomes write into a frame's list.)
 """
 
 import functools

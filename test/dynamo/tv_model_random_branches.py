@@ -16,7 +16,10 @@
   <= 0.5``), the op applied (Brightness: ``adjust_brightness``; ShearX: ``affine``
   with the shear ``math.degrees(math.atan(magnitude))``), and the image put back into
   the list of flattened inputs that the frame made before the branch
-  (``flat_inputs[idx] = image``).
+  (``flat_inputs[idx] = image``);
+* ``rand_augment_one_op``: ``RandAugment.forward`` over a space of one op: the same
+  steps in a loop over ``num_ops`` ops, the magnitude a fixed bin, its sign drawn
+  (``if signed and torch.rand(()) <= 0.5: magnitude *= -1``) in each iteration.
 
 They compile fullgraph, in one graph for both outcomes, only with
 ``torch._dynamo.config.data_dependent_branches_as_cond``; the audit rows turn it
@@ -93,6 +96,24 @@ def trivial_augment_one_op(*inputs: Any, op: str = "Brightness", signed: bool = 
     return _unflatten_and_insert_image(flat_inputs_with_spec, image)
 
 
+def rand_augment_one_op(
+    *inputs: Any, op: str = "Brightness", num_ops: int = 2, magnitude_bin: int = 9, num_bins: int = 31
+) -> Any:
+    flat_inputs_with_spec, image = _flatten_and_extract_image(inputs)
+    space = (op,)
+    for _ in range(num_ops):
+        transform_id = space[int(torch.randint(len(space), ()))]
+        magnitude = float(torch.linspace(0.0, 0.99, num_bins)[magnitude_bin])
+        if torch.rand(()) <= 0.5:
+            magnitude *= -1
+        if transform_id == "ShearX":
+            shear = [math.degrees(math.atan(magnitude)), 0.0]
+            image = affine(image, angle=0.0, translate=[0, 0], scale=1.0, shear=shear)
+        else:
+            image = adjust_brightness(image, 1.0 + magnitude)
+    return _unflatten_and_insert_image(flat_inputs_with_spec, image)
+
+
 def _seeded_sample(seed: int) -> tuple[tuple[torch.Tensor, torch.Tensor]]:
     # Plain tensors (test_tv_branch_tvtensors runs it on TVTensors).
     (image,) = _seeded_image(seed)
@@ -122,6 +143,16 @@ AUDIT_CASES = {
     "branch as cond: TrivialAugmentWide's signed magnitude, ShearX (hoisted draws)": (
         functools.partial(trivial_augment_one_op, op="ShearX"),
         lambda: _seeded_image(3),
+        _COND_HOIST,
+    ),
+    "branch as sym_ite: RandAugment's signed magnitude in its loop, Brightness (hoisted draws)": (
+        rand_augment_one_op,
+        lambda: _seeded_image(6),
+        _COND_HOIST,
+    ),
+    "branch as sym_ite: RandAugment's signed magnitude in its loop, ShearX (hoisted draws)": (
+        functools.partial(rand_augment_one_op, op="ShearX"),
+        lambda: _seeded_image(7),
         _COND_HOIST,
     ),
 }
