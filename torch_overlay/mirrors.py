@@ -174,24 +174,14 @@ def _horizontal_flip_transform(tv):
     return HorizontalFlip()
 
 
-def _trivial_augment_one_op(op: str) -> Callable:
-    """TrivialAugmentWide over a space of one op (the model's trivial_augment_one_op)."""
+def _one_op_space(transform: str, op: str) -> Callable:
+    """An auto-augment transform of torchvision over a space of one op (the model's
+    trivial_augment_one_op and rand_augment_one_op)."""
 
     def build(tv):
-        wide = tv.T.TrivialAugmentWide
-        space = {"_AUGMENTATION_SPACE": {op: wide._AUGMENTATION_SPACE[op]}}
-        return type(f"TrivialAugment{op}", (wide,), space)()
-
-    return build
-
-
-def _rand_augment_one_op(op: str) -> Callable:
-    """RandAugment over a space of one op (the model's rand_augment_one_op)."""
-
-    def build(tv):
-        rand = tv.T.RandAugment
-        space = {"_AUGMENTATION_SPACE": {op: rand._AUGMENTATION_SPACE[op]}}
-        return type(f"RandAugment{op}", (rand,), space)()
+        cls = getattr(tv.T, transform)
+        space = {"_AUGMENTATION_SPACE": {op: cls._AUGMENTATION_SPACE[op]}}
+        return type(f"{transform}{op}", (cls,), space)()
 
     return build
 
@@ -421,16 +411,16 @@ MIRRORS: dict[str, Mirror] = {
         T_ + "RandomHorizontalFlip", fn=lambda tv: tv.T.RandomHorizontalFlip(0.5)
     ),
     "branch as cond: TrivialAugmentWide's signed magnitude, Brightness (hoisted draws)": Mirror(
-        T_ + "TrivialAugmentWide", fn=_trivial_augment_one_op("Brightness")
+        T_ + "TrivialAugmentWide", fn=_one_op_space("TrivialAugmentWide", "Brightness")
     ),
     "branch as cond: TrivialAugmentWide's signed magnitude, ShearX (hoisted draws)": Mirror(
-        T_ + "TrivialAugmentWide", fn=_trivial_augment_one_op("ShearX")
+        T_ + "TrivialAugmentWide", fn=_one_op_space("TrivialAugmentWide", "ShearX")
     ),
     "branch as sym_ite: RandAugment's signed magnitude in its loop, Brightness (hoisted draws)": Mirror(
-        T_ + "RandAugment", fn=_rand_augment_one_op("Brightness")
+        T_ + "RandAugment", fn=_one_op_space("RandAugment", "Brightness")
     ),
     "branch as sym_ite: RandAugment's signed magnitude in its loop, ShearX (hoisted draws)": Mirror(
-        T_ + "RandAugment", fn=_rand_augment_one_op("ShearX")
+        T_ + "RandAugment", fn=_one_op_space("RandAugment", "ShearX")
     ),
     # tv_model_random_params
     "random: gaussian blur sigma by uniform_ (flag on)": Mirror(

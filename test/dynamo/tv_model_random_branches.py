@@ -80,6 +80,14 @@ def _unflatten_and_insert_image(flat_inputs_with_spec: tuple[list[Any], Any, int
     return tree_unflatten(flat_inputs, spec)
 
 
+def _apply_op(image: torch.Tensor, transform_id: str, magnitude: float) -> torch.Tensor:
+    # _AutoAugmentBase._apply_image_or_video_transform, for two of its ops
+    if transform_id == "ShearX":
+        shear = [math.degrees(math.atan(magnitude)), 0.0]
+        return affine(image, angle=0.0, translate=[0, 0], scale=1.0, shear=shear)
+    return adjust_brightness(image, 1.0 + magnitude)
+
+
 def trivial_augment_one_op(*inputs: Any, op: str = "Brightness", signed: bool = True, num_bins: int = 31) -> Any:
     flat_inputs_with_spec, image = _flatten_and_extract_image(inputs)
     space = (op,)
@@ -88,11 +96,7 @@ def trivial_augment_one_op(*inputs: Any, op: str = "Brightness", signed: bool = 
     magnitude = float(magnitudes[int(torch.randint(num_bins, ()))])
     if signed and torch.rand(()) <= 0.5:
         magnitude *= -1
-    if transform_id == "ShearX":
-        shear = [math.degrees(math.atan(magnitude)), 0.0]
-        image = affine(image, angle=0.0, translate=[0, 0], scale=1.0, shear=shear)
-    else:
-        image = adjust_brightness(image, 1.0 + magnitude)
+    image = _apply_op(image, transform_id, magnitude)
     return _unflatten_and_insert_image(flat_inputs_with_spec, image)
 
 
@@ -106,11 +110,7 @@ def rand_augment_one_op(
         magnitude = float(torch.linspace(0.0, 0.99, num_bins)[magnitude_bin])
         if torch.rand(()) <= 0.5:
             magnitude *= -1
-        if transform_id == "ShearX":
-            shear = [math.degrees(math.atan(magnitude)), 0.0]
-            image = affine(image, angle=0.0, translate=[0, 0], scale=1.0, shear=shear)
-        else:
-            image = adjust_brightness(image, 1.0 + magnitude)
+        image = _apply_op(image, transform_id, magnitude)
     return _unflatten_and_insert_image(flat_inputs_with_spec, image)
 
 

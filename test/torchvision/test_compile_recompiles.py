@@ -117,66 +117,52 @@ def test_graphs_over_a_stream(name, kind):
     assert 1 <= counter.frame_count <= bound, counter.frame_count
 
 
-def _trivial_augment_wide_ops():
+def _augmentation_space(name, signed_only=False):
     from torchvision.transforms import v2
 
-    return list(v2.TrivialAugmentWide._AUGMENTATION_SPACE)
+    space = getattr(v2, name)._AUGMENTATION_SPACE
+    return [op for op, (_, signed) in space.items() if signed or not signed_only]
 
 
-@pytest.mark.parametrize("op", _trivial_augment_wide_ops())
+def _one_op_graphs(name, op):
+    """Graphs compiled by torchvision's auto-augment transform `name` over a space of
+    one op, in 12 seeded calls, each equal to eager with eager's RNG stream after it."""
+    from torchvision.transforms import v2
+
+    cls = getattr(v2, name)
+    space = {op: cls._AUGMENTATION_SPACE[op]}
+    t = type(f"{name}{op}", (cls,), {"_AUGMENTATION_SPACE": space})()
+    args = _inputs(name, TRANSFORMS[name][2])["tensor"]()
+    counter = CompileCounter()
+    torch._dynamo.reset()
+    compiled = torch.compile(lambda *xs: t(*xs), backend=counter, fullgraph=True)
+    with _flags(True), torch._dynamo.config.patch(error_on_recompile=True):
+        for seed in range(12):
+            eager, eager_error, eager_next = _call(t, args, seed)
+            out, error, out_next = _call(compiled, args, seed)
+            assert eager_error is None and error is None, (eager_error, error)
+            assert_same(out, eager)
+            assert torch.equal(out_next, eager_next)
+    return counter.frame_count
+
+
+@pytest.mark.parametrize("op", _augmentation_space("TrivialAugmentWide"))
 def test_trivial_augment_wide_one_op_one_graph(op):
     # TrivialAugmentWide over a space of one op: its magnitude bin and sign drawn, the
     # sign's branch a torch.sym_ite of the magnitude (patch 68; patch 65 made it a cond
     # over the rest of forward, which writes the image back into the list of flattened
-    # inputs the frame made), shears by
-    # math.degrees(math.atan(magnitude)) (patch 64). TrivialAugmentWide itself still
-    # compiles a graph per op drawn: the op, picked by a drawn index into a tuple of
-    # names, is specialized.
-    from torchvision.transforms import v2
-
-    space = {op: v2.TrivialAugmentWide._AUGMENTATION_SPACE[op]}
-    t = type(f"TrivialAugment{op}", (v2.TrivialAugmentWide,), {"_AUGMENTATION_SPACE": space})()
-    args = _inputs("TrivialAugmentWide", TRANSFORMS["TrivialAugmentWide"][2])["tensor"]()
-    counter = CompileCounter()
-    torch._dynamo.reset()
-    compiled = torch.compile(lambda *xs: t(*xs), backend=counter, fullgraph=True)
-    with _flags(True), torch._dynamo.config.patch(error_on_recompile=True):
-        for seed in range(12):
-            eager, eager_error, eager_next = _call(t, args, seed)
-            out, error, out_next = _call(compiled, args, seed)
-            assert eager_error is None and error is None, (eager_error, error)
-            assert_same(out, eager)
-            assert torch.equal(out_next, eager_next)
-    assert counter.frame_count == 1
+    # inputs the frame made), shears by math.degrees(math.atan(magnitude)) (patch 64).
+    # TrivialAugmentWide itself still compiles a graph per op drawn: the op, picked by a
+    # drawn index into a tuple of names, is specialized.
+    assert _one_op_graphs("TrivialAugmentWide", op) == 1
 
 
-def _rand_augment_signed_ops():
-    from torchvision.transforms import v2
-
-    return [op for op, (_, signed) in v2.RandAugment._AUGMENTATION_SPACE.items() if signed]
-
-
-@pytest.mark.parametrize("op", _rand_augment_signed_ops())
+@pytest.mark.parametrize("op", _augmentation_space("RandAugment", signed_only=True))
 def test_rand_augment_one_signed_op_one_graph(op):
     # RandAugment over a space of one signed op: in each of its two iterations, the
     # sign's branch (`if signed and torch.rand(()) <= 0.5: magnitude *= -1`) is a
     # torch.sym_ite of the magnitude (patch 68), not a graph per sign.
-    from torchvision.transforms import v2
-
-    space = {op: v2.RandAugment._AUGMENTATION_SPACE[op]}
-    t = type(f"RandAugment{op}", (v2.RandAugment,), {"_AUGMENTATION_SPACE": space})()
-    args = _inputs("RandAugment", TRANSFORMS["RandAugment"][2])["tensor"]()
-    counter = CompileCounter()
-    torch._dynamo.reset()
-    compiled = torch.compile(lambda *xs: t(*xs), backend=counter, fullgraph=True)
-    with _flags(True), torch._dynamo.config.patch(error_on_recompile=True):
-        for seed in range(12):
-            eager, eager_error, eager_next = _call(t, args, seed)
-            out, error, out_next = _call(compiled, args, seed)
-            assert eager_error is None and error is None, (eager_error, error)
-            assert_same(out, eager)
-            assert torch.equal(out_next, eager_next)
-    assert counter.frame_count == 1
+    assert _one_op_graphs("RandAugment", op) == 1
 
 
 def test_every_bounded_transform_is_a_random_one_we_test():
