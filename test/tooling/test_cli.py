@@ -192,6 +192,43 @@ def test_clean_removes_stale_entries_and_abandoned_builds(tmp_path):
     assert sorted(p.name for p in cache.iterdir()) == [".build-live", "notes.txt"]
 
 
+def test_every_module_of_an_overlay_directory_has_current_bytecode(tmp_path):
+    # An overlay directory on the way to a patched file is a real directory,
+    # without the installed __pycache__: where bytecode is not written, each
+    # of its modules was compiled from source in every process.
+    import importlib.machinery
+    import importlib.util
+
+    from torch_overlay._series import Series
+
+    cache = tmp_path / "cache"
+    env = {"TORCH_OVERLAY_CACHE": str(cache), "TORCH_OVERLAY_PATCHES": str(first_patches(tmp_path, 1))}
+    built = run("build", env=env)
+    assert built.returncode == 0, built.stderr
+    entry = Path(built.stdout.strip())
+
+    class NoSource(importlib.machinery.SourceFileLoader):
+        def source_to_code(self, data, path, *, _optimize=-1):
+            raise AssertionError(f"{path} compiled from source")
+
+    linked, compiled = [], []
+    for top, dirs, names in os.walk(entry / "torch"):
+        dirs[:] = [d for d in dirs if d != "__pycache__" and not os.path.islink(os.path.join(top, d))]
+        for name in names:
+            path = os.path.join(top, name)
+            cfile = importlib.util.cache_from_source(path)
+            if not name.endswith(".py") or not os.path.exists(cfile):
+                continue
+            NoSource("overlay_module", path).get_code("overlay_module")
+            (linked if os.path.islink(cfile) else compiled).append(path)
+    patched = {str(entry / f) for f in Series.load(Path(env["TORCH_OVERLAY_PATCHES"])).patched_files()}
+    assert patched and patched <= set(compiled), (patched, compiled)
+    assert len(linked) > 100, len(linked)
+    # what a link points at is the installed bytecode, never written by the build
+    assert all(os.readlink(importlib.util.cache_from_source(p)).startswith(os.path.dirname(os.readlink(p)))
+               for p in linked)
+
+
 # --------------------------------------------------------------------------- smaller things
 
 
