@@ -17,7 +17,9 @@ so compile time counts as a user's first pass would.  Workloads:
     A map-style dataset of generated uint8 images of varied sizes through the
     classification transform, ``num_workers=2``, eager transforms vs compiled
     ones (each worker compiles its own); images/s end to end and peak RSS per
-    worker.
+    worker, and the same DataLoader with no transform (an output of the same
+    size): the ceiling that generating the images and sending them back sets
+    on any speed-up of the transform.
 
 Before the workloads, each side compiles one small function in a child of its
 own: Inductor keeps its precompiled C++ header outside ``TORCHINDUCTOR_CACHE_DIR``
@@ -271,6 +273,16 @@ class _Compiled:
         return self.fn(x)
 
 
+class _NoTransform:
+    """What the dataloader workload's ceiling runs instead of the transform:
+    no work, an output of the transform's size and dtype."""
+
+    def __call__(self, x):
+        import torch
+
+        return torch.empty(3, 224, 224)
+
+
 def _worker_init(worker_id):
     import torch
 
@@ -304,7 +316,8 @@ def run_dataloader(config: str, n: int, workers: int = 2) -> dict:
     prepare()
     result: dict = {"workload": "dataloader", "config": config, "n": n, "torch_file": torch.__file__}
     _set_flags(config, result)
-    for side, transform in (("eager", classification_transform()), ("compiled", _Compiled(config))):
+    sides = (("eager", classification_transform()), ("compiled", _Compiled(config)), ("ceiling", _NoTransform()))
+    for side, transform in sides:
         loader = torch.utils.data.DataLoader(
             _GeneratedImages(n, transform), batch_size=None, num_workers=workers,
             worker_init_fn=_worker_init, multiprocessing_context="fork",
@@ -340,9 +353,11 @@ def _row(label: str, r: dict) -> str:
         return f"  {label:<22} does not compile: {r['error']}"
     if r["workload"] == "dataloader":
         e, c = r["eager_images_per_s"], r["compiled_images_per_s"]
+        ceiling = r.get("ceiling_images_per_s")
         return (
             f"  {label:<22} eager {e:7.1f} img/s  compiled {c:7.1f} img/s  {c / e:5.2f}x  "
             f"peak RSS per worker: eager {r['eager_peak_rss_mib']:.0f} MiB, compiled {r['compiled_peak_rss_mib']:.0f} MiB"
+            + ("" if ceiling is None else f"  no transform {ceiling:7.1f} img/s ({ceiling / e:4.2f}x eager: the ceiling)")
         )
     speed = r["eager_us"] / r["compiled_us"]
     n = r["n"]
