@@ -47,18 +47,22 @@ def crop_index():
 SIMPLIFY = sympy.simplify
 
 
+def forget_strides():
+    # the helpers are lru_cached on their arguments
+    for fn in (
+        sizevars.stride_at,
+        sizevars.simplify_index_in_vec_range,
+        sizevars.stride_at_vec_range,
+    ):
+        fn.cache_clear()
+
+
 class NoSimplify:
     """Fail a test that calls sympy.simplify."""
 
     def setUp(self):
         super().setUp()
-        # the helpers are lru_cached on their arguments
-        for fn in (
-            sizevars.stride_at,
-            sizevars.simplify_index_in_vec_range,
-            sizevars.stride_at_vec_range,
-        ):
-            fn.cache_clear()
+        forget_strides()
         patcher = mock.patch.object(
             sympy, "simplify", side_effect=AssertionError("sympy.simplify called")
         )
@@ -96,12 +100,7 @@ class VecRangeStrideTests(NoSimplify, torch._dynamo.test_case.TestCase):
 class VecRangeStrideUsualTests(torch._dynamo.test_case.TestCase):
     def setUp(self):
         super().setUp()
-        for fn in (
-            sizevars.stride_at,
-            sizevars.simplify_index_in_vec_range,
-            sizevars.stride_at_vec_range,
-        ):
-            fn.cache_clear()
+        forget_strides()
 
     def test_stride_of_nonlinear_index(self):
         # var stays in what expanding leaves: the simplifier's answer, as before
