@@ -55,6 +55,14 @@ def first_patches(tmp_path: Path, n: int) -> Path:
     return dest
 
 
+def build_overlay(tmp_path: Path, n: int = 1) -> tuple[dict, Path]:
+    """Build the overlay of the series' first ``n`` patches in a fresh cache: the env, the entry."""
+    env = {"TORCH_OVERLAY_CACHE": str(tmp_path / "cache"), "TORCH_OVERLAY_PATCHES": str(first_patches(tmp_path, n))}
+    built = run("build", env=env)
+    assert built.returncode == 0, built.stderr
+    return env, Path(built.stdout.strip())
+
+
 # --------------------------------------------------------------------------- a broken test environment
 
 
@@ -166,11 +174,8 @@ def test_series_that_does_not_apply_leaves_nothing_in_the_cache(tmp_path):
 
 
 def test_clean_removes_stale_entries_and_abandoned_builds(tmp_path):
-    cache = tmp_path / "cache"
-    env = {"TORCH_OVERLAY_CACHE": str(cache), "TORCH_OVERLAY_PATCHES": str(first_patches(tmp_path, 1))}
-    built = run("build", env=env)
-    assert built.returncode == 0, built.stderr
-    current = Path(built.stdout.strip())
+    env, current = build_overlay(tmp_path)
+    cache = Path(env["TORCH_OVERLAY_CACHE"])
     stale = cache / "torch-2.13.0-0123456789abcdef0123"
     stale.mkdir()
     (stale / "overlay.json").write_text(json.dumps({"key": "old"}))
@@ -201,11 +206,7 @@ def test_every_module_of_an_overlay_directory_has_current_bytecode(tmp_path):
 
     from torch_overlay._series import Series
 
-    cache = tmp_path / "cache"
-    env = {"TORCH_OVERLAY_CACHE": str(cache), "TORCH_OVERLAY_PATCHES": str(first_patches(tmp_path, 1))}
-    built = run("build", env=env)
-    assert built.returncode == 0, built.stderr
-    entry = Path(built.stdout.strip())
+    env, entry = build_overlay(tmp_path)
 
     class NoSource(importlib.machinery.SourceFileLoader):
         def source_to_code(self, data, path, *, _optimize=-1):
